@@ -1,0 +1,1 @@
+"""The REST and WebSocket adapter: parse, call one service, shape the answer."""

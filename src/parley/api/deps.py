@@ -1,0 +1,48 @@
+"""The HTTP layer's vocabulary: Annotated aliases that resolve values and decide nothing."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, Query, Request
+
+from parley.services import Context, Principal, authenticate
+from parley.services.authn import bearer_credential
+from parley.services.paging import MAX_PAGE_SIZE
+
+
+def get_context(request: Request) -> Context:
+    """Return the services' context built by the app's lifespan."""
+    context: Context = request.app.state.context
+    return context
+
+
+Ctx = Annotated[Context, Depends(get_context)]
+
+
+async def get_principal(request: Request, ctx: Ctx) -> Principal:
+    """Authenticate the request's bearer credential (query strings are ignored on REST)."""
+    credential = bearer_credential(request.headers.getlist("authorization"))
+    return await authenticate(ctx, credential)
+
+
+AnyPrincipal = Annotated[Principal, Depends(get_principal)]
+
+
+async def get_api_key_principal(principal: AnyPrincipal) -> Principal:
+    """Require an API key (API.md section 1: only API keys manage the organization)."""
+    return principal.require("api_key")
+
+
+ApiKeyPrincipal = Annotated[Principal, Depends(get_api_key_principal)]
+
+ProjectParam = Annotated[
+    str | None,
+    Query(
+        description="Project name or ID (default `main`); used only when nameOrId is a name."
+    ),
+]
+CursorParam = Annotated[
+    str | None, Query(description="`next_cursor` of the previous page.", max_length=512)
+]
+LimitParam = Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE, description="Page size, 1..100.")]

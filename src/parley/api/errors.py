@@ -1,0 +1,130 @@
+"""One table maps error kinds to HTTP statuses; every non-2xx body is the error envelope.
+
+`{"error": {"message": str, "code": str}}`, plus `param_errors` on 400 validation failures
+(API.md section 0). Lookup walks the error's MRO, as Starlette finds exception handlers.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from parley import errors
+
+log = logging.getLogger("parley.api")
+
+STATUS_BY_KIND: dict[type[errors.ParleyError], int] = {
+    errors.InvalidRequest: 400,
+    errors.Unauthorized: 401,
+    errors.Forbidden: 403,
+    errors.NotFound: 404,
+    errors.Conflict: 409,
+    errors.PayloadTooLarge: 413,
+    errors.RateLimited: 429,
+    errors.Unavailable: 503,
+    errors.ParleyError: 500,
+}
+
+_HTTP_CODES = {
+    400: ("invalid_request", "The request is invalid."),
+    404: ("not_found", "Not found."),
+    405: ("method_not_allowed", "Method not allowed."),
+    413: ("payload_too_large", "The request body is larger than 1 MiB."),
+}
+
+
+def status_for(error: errors.ParleyError) -> int:
+    """Return the HTTP status of an error kind, found along its MRO."""
+    for cls in type(error).__mro__:
+        if cls in STATUS_BY_KIND:
+            return STATUS_BY_KIND[cls]
+    return 500
+
+
+def error_body(error: errors.ParleyError) -> dict[str, Any]:
+    """Return the envelope of an error."""
+    body: dict[str, Any] = {"error": {"message": error.message, "code": error.code}}
+    if error.param_errors:
+        body["param_errors"] = error.param_errors
+    return body
+
+
+def error_headers(error: errors.ParleyError, status: int) -> dict[str, str]:
+    """Return the headers an error carries: WWW-Authenticate on 401, Retry-After on 429/503."""
+    headers: dict[str, str] = {}
+    if status == 401:
+        headers["WWW-Authenticate"] = "Bearer"
+    if error.retry_after is not None:
+        headers["Retry-After"] = str(max(1, error.retry_after))
+    return headers
+
+
+def error_response(error: errors.ParleyError) -> JSONResponse:
+    """Render a Parley error as its HTTP response."""
+    status = status_for(error)
+    return JSONResponse(error_body(error), status_code=status, headers=error_headers(error, status))
+
+
+def param_errors_from(validation: RequestValidationError) -> tuple[bool, dict[str, str]]:
+    """Turn FastAPI's validation errors into `param_errors`; tell whether the JSON was bad."""
+    found: dict[str, str] = {}
+    bad_json = False
+    for item in validation.errors():
+        if item.get("type") == "json_invalid":
+            bad_json = True
+            continue
+        location = [str(part) for part in item.get("loc", ()) if part not in ("body",)]
+        if location and location[0] in ("query", "path", "header"):
+            location = location[1:]
+        key = ".".join(location) or "body"
+        found.setdefault(key, _message_of(item))
+    return bad_json, found
+
+
+def _message_of(item: dict[str, Any]) -> str:
+    kind = item.get("type", "")
+    if kind == "missing":
+        return "is required"
+    if kind == "extra_forbidden":
+        return "is not a known field"
+    message = str(item.get("msg", "is invalid"))
+    return message.removeprefix("Value error, ")
+
+
+async def _parley_error(_request: Request, error: Exception) -> JSONResponse:
+    assert isinstance(error, errors.ParleyError)  # noqa: S101 (registered for this class only)
+    return error_response(error)
+
+
+async def _validation_error(_request: Request, error: Exception) -> JSONResponse:
+    assert isinstance(error, RequestValidationError)  # noqa: S101
+    bad_json, found = param_errors_from(error)
+    if bad_json:
+        return error_response(errors.InvalidJson())
+    return error_response(errors.ValidationFailed(param_errors=found))
+
+
+async def _http_error(_request: Request, error: Exception) -> JSONResponse:
+    assert isinstance(error, StarletteHTTPException)  # noqa: S101
+    code, message = _HTTP_CODES.get(error.status_code, ("http_error", "The request failed."))
+    headers = dict(error.headers or {})
+    body = {"error": {"message": message, "code": code}}
+    return JSONResponse(body, status_code=error.status_code, headers=headers)
+
+
+async def _unexpected_error(request: Request, error: Exception) -> JSONResponse:
+    log.error("unhandled error on %s %s", request.method, request.url.path, exc_info=error)
+    return error_response(errors.ParleyError())
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """Make every failure, ours or the framework's, answer with the envelope."""
+    app.add_exception_handler(errors.ParleyError, _parley_error)
+    app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.add_exception_handler(Exception, _unexpected_error)

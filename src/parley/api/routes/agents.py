@@ -1,0 +1,150 @@
+"""Agents (API.md section 4; the disable operation is spec section 4.1)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Body, Path
+
+from parley.api.deps import ApiKeyPrincipal, CursorParam, Ctx, LimitParam, ProjectParam
+from parley.api.schemas import (
+    AgentCreate,
+    AgentEnvelope,
+    AgentList,
+    AgentOut,
+    AgentUpdate,
+    PhoneNumbersRelease,
+    SuccessOut,
+    error_responses,
+)
+from parley.errors import ValidationFailed
+from parley.records import UNSET, AgentPatch, AgentSpec
+from parley.services import agents
+
+router = APIRouter(prefix="/v1/agents", tags=["agents"])
+NameOrId = Annotated[str, Path(alias="nameOrId", description="Name or ID of the agent.")]
+ONE_AGENT_ERRORS = error_responses(400, 401, 403, 404, 503)
+
+
+@router.get("", response_model=AgentList, responses=error_responses(400, 401, 403, 404, 503))
+async def list_agents(
+    ctx: Ctx,
+    principal: ApiKeyPrincipal,
+    project: ProjectParam = None,
+    cursor: CursorParam = None,
+    limit: LimitParam = 100,
+) -> AgentList:
+    """List the organization's agents (in one project when `project` is given)."""
+    page = await agents.list_agents(
+        ctx, org_id=principal.org_id, project=project, cursor=cursor, limit=limit
+    )
+    return AgentList(agents=[AgentOut.of(a) for a in page.items], next_cursor=page.next_cursor)
+
+
+@router.post(
+    "",
+    status_code=201,
+    response_model=AgentEnvelope,
+    responses=error_responses(400, 401, 403, 404, 409, 413, 503),
+)
+async def create_agent(
+    ctx: Ctx, principal: ApiKeyPrincipal, body: AgentCreate, project: ProjectParam = None
+) -> AgentEnvelope:
+    """Create an agent in a project (body `project`, else `?project=`, else `main`)."""
+    if body.project and project and body.project != project:
+        raise ValidationFailed(param_errors={"project": "differs from the ?project= parameter"})
+    spec = AgentSpec(
+        name=body.name,
+        voice_id=body.voice_id,
+        system_prompt=body.system_prompt,
+        welcome_message=body.welcome_message,
+        language=body.language,
+        audio_format=body.audio_format,
+        phone_numbers=tuple(body.phone_numbers),
+    )
+    agent = await agents.create_agent(
+        ctx, org_id=principal.org_id, project=body.project or project, spec=spec
+    )
+    return AgentEnvelope(agent=AgentOut.of(agent))
+
+
+@router.get("/{nameOrId}", response_model=AgentEnvelope, responses=ONE_AGENT_ERRORS)
+async def get_agent(
+    ctx: Ctx, principal: ApiKeyPrincipal, name_or_id: NameOrId, project: ProjectParam = None
+) -> AgentEnvelope:
+    """Return one agent."""
+    agent = await agents.get_agent(ctx, org_id=principal.org_id, ref=name_or_id, project=project)
+    return AgentEnvelope(agent=AgentOut.of(agent))
+
+
+@router.patch(
+    "/{nameOrId}",
+    response_model=AgentEnvelope,
+    responses=error_responses(400, 401, 403, 404, 409, 413, 503),
+)
+async def update_agent(
+    ctx: Ctx,
+    principal: ApiKeyPrincipal,
+    name_or_id: NameOrId,
+    body: AgentUpdate,
+    project: ProjectParam = None,
+) -> AgentEnvelope:
+    """Update some fields of an agent; refused with 409 `agent_disabled` while disabled."""
+    if nulls := body.null_fields():
+        raise ValidationFailed(param_errors={name: "may not be null" for name in nulls})
+    sent = body.model_fields_set
+    patch = AgentPatch(
+        **{name: getattr(body, name) for name in sent if name != "phone_numbers"},
+        phone_numbers=tuple(body.phone_numbers) if body.phone_numbers is not None else UNSET,
+    )
+    agent = await agents.update_agent(
+        ctx, org_id=principal.org_id, ref=name_or_id, project=project, patch=patch
+    )
+    return AgentEnvelope(agent=AgentOut.of(agent))
+
+
+@router.delete("/{nameOrId}", response_model=SuccessOut, responses=ONE_AGENT_ERRORS)
+async def delete_agent(
+    ctx: Ctx, principal: ApiKeyPrincipal, name_or_id: NameOrId, project: ProjectParam = None
+) -> SuccessOut:
+    """Delete an agent; its phone numbers are released."""
+    await agents.delete_agent(ctx, org_id=principal.org_id, ref=name_or_id, project=project)
+    return SuccessOut(success=True)
+
+
+@router.post("/{nameOrId}/disable", response_model=SuccessOut, responses=ONE_AGENT_ERRORS)
+async def disable_agent(
+    ctx: Ctx, principal: ApiKeyPrincipal, name_or_id: NameOrId, project: ProjectParam = None
+) -> SuccessOut:
+    """Disable an agent (spec section 4.1). Disabling a disabled agent succeeds again."""
+    await agents.disable_agent(ctx, org_id=principal.org_id, ref=name_or_id, project=project)
+    return SuccessOut(success=True)
+
+
+@router.post("/{nameOrId}/enable", response_model=SuccessOut, responses=ONE_AGENT_ERRORS)
+async def enable_agent(
+    ctx: Ctx, principal: ApiKeyPrincipal, name_or_id: NameOrId, project: ProjectParam = None
+) -> SuccessOut:
+    """Enable a disabled agent. Enabling an enabled agent succeeds again."""
+    await agents.enable_agent(ctx, org_id=principal.org_id, ref=name_or_id, project=project)
+    return SuccessOut(success=True)
+
+
+@router.post(
+    "/{nameOrId}/phone_numbers/release",
+    response_model=AgentEnvelope,
+    responses=error_responses(400, 401, 403, 404, 413, 503),
+)
+async def release_phone_numbers(
+    ctx: Ctx,
+    principal: ApiKeyPrincipal,
+    name_or_id: NameOrId,
+    project: ProjectParam = None,
+    body: Annotated[PhoneNumbersRelease | None, Body()] = None,
+) -> AgentEnvelope:
+    """Release some or all of an agent's phone numbers; allowed while disabled."""
+    numbers = body.phone_numbers if body is not None else None
+    agent = await agents.release_phone_numbers(
+        ctx, org_id=principal.org_id, ref=name_or_id, project=project, numbers=numbers
+    )
+    return AgentEnvelope(agent=AgentOut.of(agent))

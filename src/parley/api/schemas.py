@@ -1,0 +1,239 @@
+"""Wire models: the JSON contract of API.md, separate from tables and records.
+
+Inputs are strict (no coercion, unknown fields refused); outputs mirror API.md exactly.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
+
+from parley.clock import isoformat
+from parley.ids import NAME_RULE, is_valid_name
+from parley.records import Agent, ApiKey, Project
+
+AudioFormat = Literal["pcm_44100", "pcm_24000", "pcm_16000", "pcm_8000", "mulaw_8000"]
+Language = Literal["en"]
+_E164 = re.compile(r"\+[1-9][0-9]{1,14}")
+DEFAULT_VOICE_ID = "us_female"
+DEFAULT_AUDIO_FORMAT: AudioFormat = "pcm_16000"
+
+
+def _name(value: str) -> str:
+    if not is_valid_name(value):
+        raise ValueError(NAME_RULE)
+    return value
+
+
+def _e164(value: str) -> str:
+    if not _E164.fullmatch(value):
+        raise ValueError("must be an E.164 phone number such as +14155550123")
+    return value
+
+
+def _distinct(values: list[str]) -> list[str]:
+    if len(set(values)) != len(values):
+        raise ValueError("must not repeat a phone number")
+    return values
+
+
+Name = Annotated[str, AfterValidator(_name)]
+PhoneNumber = Annotated[str, AfterValidator(_e164)]
+PhoneNumbers = Annotated[list[PhoneNumber], Field(max_length=20), AfterValidator(_distinct)]
+VoiceId = Annotated[str, StringConstraints(min_length=1, max_length=100)]
+SystemPrompt = Annotated[str, StringConstraints(max_length=20_000)]
+WelcomeMessage = Annotated[str, StringConstraints(max_length=2_000)]
+Timestamp = Annotated[str, Field(examples=["2026-11-21T10:00:00.000Z"])]
+
+
+class Input(BaseModel):
+    """Base of request bodies: strict types, no unknown fields."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+# --- errors ---------------------------------------------------------------------------
+
+
+class ErrorDetail(BaseModel):
+    message: str
+    code: str
+
+
+class ErrorOut(BaseModel):
+    """The envelope of every non-2xx answer (the spec's BasicError under `error`)."""
+
+    error: ErrorDetail
+    param_errors: dict[str, str] | None = Field(
+        default=None, description="Field -> message, on 400 validation failures only."
+    )
+
+
+class SuccessOut(BaseModel):
+    success: bool
+
+
+# --- API keys -------------------------------------------------------------------------
+
+
+class ApiKeyCreate(Input):
+    name: Annotated[str, StringConstraints(min_length=1, max_length=100)] | None = None
+
+
+class ApiKeyOut(BaseModel):
+    id: str
+    name: str | None
+    prefix: str
+    last4: str
+    created_at: Timestamp
+
+    @classmethod
+    def of(cls, key: ApiKey) -> ApiKeyOut:
+        return cls(
+            id=key.id,
+            name=key.name,
+            prefix=key.prefix,
+            last4=key.last4,
+            created_at=isoformat(key.created_at),
+        )
+
+
+class ApiKeyCreated(BaseModel):
+    api_key: ApiKeyOut
+    secret: str = Field(description="The key itself: shown once, never again.")
+
+
+class ApiKeyList(BaseModel):
+    api_keys: list[ApiKeyOut]
+    next_cursor: str | None
+
+
+# --- projects -------------------------------------------------------------------------
+
+
+class ProjectCreate(Input):
+    name: Name
+
+
+class ProjectOut(BaseModel):
+    id: str
+    name: str
+    created_at: Timestamp
+
+    @classmethod
+    def of(cls, project: Project) -> ProjectOut:
+        return cls(id=project.id, name=project.name, created_at=isoformat(project.created_at))
+
+
+class ProjectEnvelope(BaseModel):
+    project: ProjectOut
+
+
+class ProjectList(BaseModel):
+    projects: list[ProjectOut]
+    next_cursor: str | None
+
+
+# --- agents ---------------------------------------------------------------------------
+
+
+class AgentCreate(Input):
+    name: Name
+    project: str | None = Field(default=None, description="Project name or ID; default `main`.")
+    voice_id: VoiceId = DEFAULT_VOICE_ID
+    system_prompt: SystemPrompt = ""
+    welcome_message: WelcomeMessage | None = None
+    language: Language = "en"
+    audio_format: AudioFormat = DEFAULT_AUDIO_FORMAT
+    phone_numbers: PhoneNumbers = Field(default_factory=list)
+
+
+class AgentUpdate(Input):
+    """A partial update: only the fields present change. `project` cannot change."""
+
+    name: Name | None = None
+    voice_id: VoiceId | None = None
+    system_prompt: SystemPrompt | None = None
+    welcome_message: WelcomeMessage | None = None
+    language: Language | None = None
+    audio_format: AudioFormat | None = None
+    phone_numbers: PhoneNumbers | None = None
+
+    def null_fields(self) -> list[str]:
+        """Return the fields sent as null that may not be null."""
+        return [
+            name
+            for name in self.model_fields_set
+            if getattr(self, name) is None and name != "welcome_message"
+        ]
+
+
+class PhoneNumbersRelease(Input):
+    phone_numbers: PhoneNumbers | None = Field(
+        default=None, description="The numbers to release; omitted: all of them."
+    )
+
+
+class AgentOut(BaseModel):
+    id: str
+    name: str
+    project: str
+    is_disabled: bool
+    disabled_at: Timestamp | None
+    phone_numbers: list[str]
+    voice_id: str
+    system_prompt: str
+    welcome_message: str | None
+    language: str
+    audio_format: str
+    created_at: Timestamp
+    updated_at: Timestamp
+
+    @classmethod
+    def of(cls, agent: Agent) -> AgentOut:
+        return cls(
+            id=agent.id,
+            name=agent.name,
+            project=agent.project,
+            is_disabled=agent.is_disabled,
+            disabled_at=_iso_or_none(agent.disabled_at),
+            phone_numbers=list(agent.phone_numbers),
+            voice_id=agent.voice_id,
+            system_prompt=agent.system_prompt,
+            welcome_message=agent.welcome_message,
+            language=agent.language,
+            audio_format=agent.audio_format,
+            created_at=isoformat(agent.created_at),
+            updated_at=isoformat(agent.updated_at),
+        )
+
+
+class AgentEnvelope(BaseModel):
+    agent: AgentOut
+
+
+class AgentList(BaseModel):
+    agents: list[AgentOut]
+    next_cursor: str | None
+
+
+def _iso_or_none(moment: datetime | None) -> str | None:
+    return isoformat(moment) if moment is not None else None
+
+
+def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """Describe the error answers of a route in OpenAPI, all with the envelope."""
+    descriptions = {
+        400: "Invalid request (validation errors carry `param_errors`).",
+        401: "Missing or invalid credential.",
+        403: "Forbidden: another organization's resource, or a credential of the wrong kind.",
+        404: "Not found.",
+        409: "Conflict with the current state.",
+        413: "Request body over 1 MiB.",
+        429: "Rate limited; see `Retry-After`.",
+        503: "A dependency is unavailable.",
+    }
+    return {s: {"model": ErrorOut, "description": descriptions[s]} for s in statuses}

@@ -1,0 +1,23 @@
+"""The `parley` command."""
+
+from __future__ import annotations
+
+import typer
+
+from parley.cli import api_keys, orgs, serve
+
+app = typer.Typer(
+    name="parley",
+    help="Parley: self-hostable voice conversations.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+app.command("serve")(serve.serve)
+app.command("migrate")(serve.migrate)
+app.add_typer(orgs.app, name="orgs")
+app.add_typer(api_keys.app, name="api-keys")
+
+
+def main() -> None:
+    """Run the command line."""
+    app()

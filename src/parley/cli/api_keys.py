@@ -1,0 +1,29 @@
+"""`parley api-keys`: API keys of an organization."""
+
+from __future__ import annotations
+
+import typer
+
+from parley.api.schemas import ApiKeyOut
+from parley.cli.common import JsonOption, emit, load_settings, run_with_context
+from parley.records import IssuedApiKey
+from parley.services import Context, api_keys, orgs
+
+app = typer.Typer(help="Manage API keys.", no_args_is_help=True)
+
+
+@app.command("create")
+def create(
+    org: str = typer.Option(..., "--org", help="Organization ID or name."),
+    name: str | None = typer.Option(None, "--name", help="A label for the key."),
+    as_json: bool = JsonOption,
+) -> None:
+    """Create an API key; its secret is printed once."""
+
+    async def use(ctx: Context) -> IssuedApiKey:
+        found = await orgs.find_org(ctx, id_or_name=org)
+        return await api_keys.create_api_key(ctx, org_id=found.id, name=name)
+
+    issued = run_with_context(load_settings(), use, as_json=as_json)
+    value = {"api_key": ApiKeyOut.of(issued.api_key).model_dump(), "secret": issued.secret}
+    emit(value, as_json=as_json, text=f"Created API key {issued.api_key.id}:\n  {issued.secret}")

@@ -1,0 +1,32 @@
+"""`parley orgs`: organizations, created by the operator."""
+
+from __future__ import annotations
+
+import typer
+
+from parley.cli.common import JsonOption, emit, load_settings, run_with_context
+from parley.services import Context, orgs
+
+app = typer.Typer(help="Manage organizations.", no_args_is_help=True)
+
+
+@app.command("create")
+def create(
+    name: str = typer.Argument(..., help="Organization name (a-z, 0-9, '-', '_')."),
+    as_json: bool = JsonOption,
+) -> None:
+    """Create an organization with its `main` project and a first API key."""
+
+    async def use(ctx: Context) -> orgs.NewOrganization:
+        return await orgs.create_org(ctx, name=name)
+
+    created = run_with_context(load_settings(), use, as_json=as_json)
+    value = {
+        "org": {"id": created.org.id, "name": created.org.name},
+        "api_key": created.api_key.secret,
+    }
+    text = (
+        f"Created organization {created.org.name} ({created.org.id}).\n"
+        f"Its first API key, shown once:\n  {created.api_key.secret}"
+    )
+    emit(value, as_json=as_json, text=text)

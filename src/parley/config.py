@@ -1,0 +1,84 @@
+"""Settings: one typed class, read once from `PARLEY_*` variables (and `.env`), passed down."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlsplit
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///parley.db"
+
+
+class Settings(BaseSettings):
+    """Everything an operator can configure (API.md section 11)."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="PARLEY_", env_file=".env", env_file_encoding="utf-8", extra="ignore"
+    )
+
+    database_url: str = DEFAULT_DATABASE_URL
+    redis_url: str | None = None
+    public_url: str = "http://127.0.0.1:8000"
+    jwks_allow_http: bool = False
+    jwks_allow_private_networks: bool = False
+    jwt_max_lifetime_seconds: int = Field(default=3600, ge=60, le=86_400)
+    jwt_rate_per_minute: int = Field(default=60, ge=1, le=1_000_000)
+    jwt_rate_burst: int = Field(default=20, ge=1, le=1_000_000)
+    log_level: str = "info"
+
+    @field_validator("database_url")
+    @classmethod
+    def _known_database(cls, value: str) -> str:
+        """Accept SQLite and PostgreSQL, normalizing plain URLs to their async drivers."""
+        return normalize_database_url(value)
+
+    @field_validator("redis_url")
+    @classmethod
+    def _redis_scheme(cls, value: str | None) -> str | None:
+        if value in (None, ""):
+            return None
+        if urlsplit(value).scheme not in ("redis", "rediss", "unix"):
+            raise ValueError("PARLEY_REDIS_URL must be a redis://, rediss:// or unix:// URL")
+        return value
+
+    @field_validator("public_url")
+    @classmethod
+    def _public_url(cls, value: str) -> str:
+        parts = urlsplit(value)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError("PARLEY_PUBLIC_URL must be an absolute http(s) URL")
+        return value.rstrip("/")
+
+    @property
+    def public_host(self) -> str:
+        """The host of the public URL: the default JWT audience (API.md section 7)."""
+        return urlsplit(self.public_url).hostname or "127.0.0.1"
+
+    @property
+    def distributed(self) -> bool:
+        """True when shared state lives in Redis, so several instances may serve."""
+        return self.redis_url is not None
+
+
+def normalize_database_url(value: str) -> str:
+    """Map `sqlite:`/`postgresql:` URLs to the async drivers; refuse other databases."""
+    scheme, sep, rest = value.partition("://")
+    if not sep:
+        raise ValueError("PARLEY_DATABASE_URL must be a URL such as sqlite:///parley.db")
+    drivers = {
+        "sqlite": "sqlite+aiosqlite",
+        "sqlite+aiosqlite": "sqlite+aiosqlite",
+        "postgres": "postgresql+asyncpg",
+        "postgresql": "postgresql+asyncpg",
+        "postgresql+asyncpg": "postgresql+asyncpg",
+    }
+    if scheme not in drivers:
+        raise ValueError("PARLEY_DATABASE_URL must name SQLite or PostgreSQL")
+    return f"{drivers[scheme]}://{rest}"
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """Read the settings from the environment, with explicit overrides on top."""
+    return Settings(**overrides)

@@ -1,0 +1,62 @@
+"""Opaque credentials: API keys and session tokens (API.md section 1).
+
+Both are `parley_<kind>_` followed by 43 base64url characters (256 random bits). Only the
+SHA-256 of the whole secret is stored: the secrets are high-entropy, so a slow hash adds
+nothing, and lookup by hash means no comparison of secrets ever happens in Python.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+import secrets
+from typing import Literal
+
+CredentialKind = Literal["api_key", "session_token", "jwt"]
+
+API_KEY_PREFIX = "parley_sk_"
+SESSION_TOKEN_PREFIX = "parley_st_"  # noqa: S105 (a public prefix, not a secret)
+MAX_CREDENTIAL_BYTES = 8 * 1024
+"""API.md section 9: a credential of any kind is at most 8 KiB."""
+
+_OPAQUE_SHAPE = re.compile(r"parley_(sk|st)_[A-Za-z0-9_-]{43}")
+_JWT_SHAPE = re.compile(r"[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*")
+
+
+def new_api_key() -> str:
+    """Return a fresh API key secret."""
+    return API_KEY_PREFIX + secrets.token_urlsafe(32)
+
+
+def new_session_token() -> str:
+    """Return a fresh session token secret."""
+    return SESSION_TOKEN_PREFIX + secrets.token_urlsafe(32)
+
+
+def hash_secret(secret: str) -> str:
+    """Return the hex SHA-256 of a secret: the only form in which secrets are stored."""
+    return hashlib.sha256(secret.encode("utf-8")).hexdigest()
+
+
+def last4(secret: str) -> str:
+    """Return the last four characters of a secret, shown in listings."""
+    return secret[-4:]
+
+
+def same_secret(a: str, b: str) -> bool:
+    """Compare two secrets or hashes in constant time."""
+    return hmac.compare_digest(a.encode("utf-8"), b.encode("utf-8"))
+
+
+def classify(credential: str) -> CredentialKind | None:
+    """Tell which kind of credential a string is by its shape, or None if it is none.
+
+    The shape decides only where to look; whether it is valid is decided by a lookup of its
+    hash (opaque credentials) or by the JWT verifier.
+    """
+    if _OPAQUE_SHAPE.fullmatch(credential):
+        return "api_key" if credential.startswith(API_KEY_PREFIX) else "session_token"
+    if credential.startswith("ey") and _JWT_SHAPE.fullmatch(credential):
+        return "jwt"
+    return None

@@ -1,0 +1,1 @@
+"""Queries per aggregate: rows in, records out, database errors translated."""

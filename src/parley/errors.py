@@ -1,0 +1,238 @@
+"""Parley's error tree: every failure the service can report, with a stable code.
+
+    ParleyError
+     ├── InvalidRequest ............ the request is malformed or breaks a rule of its own
+     │    ├── ValidationFailed ....... fields fail validation (carries param_errors)
+     │    ├── InvalidJson
+     │    ├── MultipleCredentials
+     │    └── JwksUnreachable
+     ├── Unauthorized .............. no usable credential
+     │    └── InvalidToken, InvalidSignature, InvalidAudience, TokenExpired,
+     │        TokenNotYetValid (parley.jwt.errors)
+     ├── Forbidden ................. the caller is known but may not do this
+     │    ├── InsufficientScope
+     │    └── ConversationIdMismatch, IssuerNotRegistered (parley.jwt.errors)
+     ├── NotFound
+     │    └── AgentNotFound, ProjectNotFound, ApiKeyNotFound, ConversationNotFound,
+     │        SessionTokenNotFound
+     ├── Conflict .................. the request clashes with stored state
+     │    └── NameTaken, AgentDisabled, PhoneNumberTaken, ProjectNotEmpty, ProjectProtected,
+     │        ConversationExists, ConversationEnded, IssuerTaken, JtiReplayed
+     ├── PayloadTooLarge
+     ├── RateLimited ............... carries retry_after (seconds)
+     └── Unavailable ............... a dependency is down; the service fails closed
+          └── JwksUnavailable
+
+The kinds describe the domain, not HTTP: `parley.api.errors` maps them to statuses by
+walking each class's MRO. Each class carries a class-level `code` and default `message`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+
+class ParleyError(Exception):
+    """Base of every error Parley reports to a caller."""
+
+    code = "internal_error"
+    message = "Internal server error."
+
+    def __init__(
+        self,
+        message: str | None = None,
+        *,
+        param_errors: Mapping[str, str] | None = None,
+        retry_after: int | None = None,
+    ) -> None:
+        self.message = message or type(self).message
+        self.param_errors = dict(param_errors) if param_errors else None
+        self.retry_after = retry_after
+        super().__init__(self.message)
+
+
+# --- 400 ---------------------------------------------------------------------------
+
+
+class InvalidRequest(ParleyError):
+    code = "invalid_request"
+    message = "The request is invalid."
+
+
+class ValidationFailed(InvalidRequest):
+    code = "validation_error"
+    message = "Some fields are invalid."
+
+
+class InvalidJson(InvalidRequest):
+    code = "invalid_json"
+    message = "The request body is not valid JSON."
+
+
+class MultipleCredentials(InvalidRequest):
+    code = "multiple_credentials"
+    message = "Send exactly one credential."
+
+
+class JwksUnreachable(InvalidRequest):
+    code = "jwks_unreachable"
+    message = "The JWKS URL could not be fetched."
+
+
+# --- 401 ---------------------------------------------------------------------------
+
+
+class Unauthorized(ParleyError):
+    code = "unauthorized"
+    message = "Missing or invalid credential."
+
+
+# --- 403 ---------------------------------------------------------------------------
+
+
+class Forbidden(ParleyError):
+    code = "forbidden"
+    message = "The resource belongs to a different organization."
+
+
+class InsufficientScope(Forbidden):
+    code = "insufficient_scope"
+    message = "This credential may not perform this request."
+
+
+# --- 404 ---------------------------------------------------------------------------
+
+
+class NotFound(ParleyError):
+    code = "not_found"
+    message = "Not found."
+
+
+class AgentNotFound(NotFound):
+    code = "agent_not_found"
+    message = "Agent not found."
+
+
+class ProjectNotFound(NotFound):
+    code = "project_not_found"
+    message = "Project not found."
+
+
+class ApiKeyNotFound(NotFound):
+    code = "api_key_not_found"
+    message = "API key not found."
+
+
+class ConversationNotFound(NotFound):
+    code = "conversation_not_found"
+    message = "Conversation not found."
+
+
+class SessionTokenNotFound(NotFound):
+    code = "session_token_not_found"
+    message = "Session token not found."
+
+
+class OrganizationNotFound(NotFound):
+    code = "organization_not_found"
+    message = "Organization not found."
+
+
+# --- 409 ---------------------------------------------------------------------------
+
+
+class Conflict(ParleyError):
+    code = "conflict"
+    message = "The request conflicts with the current state."
+
+
+class NameTaken(Conflict):
+    code = "name_taken"
+    message = "The name is already taken."
+
+
+class AgentDisabled(Conflict):
+    code = "agent_disabled"
+    message = "The agent is disabled."
+
+
+class PhoneNumberTaken(Conflict):
+    code = "phone_number_taken"
+    message = "The phone number belongs to another agent."
+
+
+class ProjectNotEmpty(Conflict):
+    code = "project_not_empty"
+    message = "The project still has agents."
+
+
+class ProjectProtected(Conflict):
+    code = "project_protected"
+    message = "The main project cannot be deleted."
+
+
+class ConversationExists(Conflict):
+    code = "conversation_exists"
+    message = "A conversation with this ID already exists."
+
+
+class ConversationEnded(Conflict):
+    code = "conversation_ended"
+    message = "The conversation has ended."
+
+
+class IssuerTaken(Conflict):
+    code = "issuer_taken"
+    message = "The issuer is registered by another organization."
+
+
+# --- 413, 429, 503 -----------------------------------------------------------------
+
+
+class PayloadTooLarge(ParleyError):
+    code = "payload_too_large"
+    message = "The request body is larger than 1 MiB."
+
+
+class RateLimited(ParleyError):
+    code = "rate_limited"
+    message = "Too many requests."
+
+
+class Unavailable(ParleyError):
+    code = "service_unavailable"
+    message = "A dependency of the service is unavailable. Try again later."
+
+
+class JwksUnavailable(Unavailable):
+    code = "jwks_unavailable"
+    message = "The signing keys of the organization cannot be fetched. Try again later."
+
+
+ERROR_KINDS: tuple[type[ParleyError], ...] = (
+    InvalidRequest,
+    Unauthorized,
+    Forbidden,
+    NotFound,
+    Conflict,
+    PayloadTooLarge,
+    RateLimited,
+    Unavailable,
+)
+"""The base kinds; every concrete error descends from exactly one of them."""
+
+
+def all_error_classes() -> list[type[ParleyError]]:
+    """Return every subclass of ParleyError that is defined so far (for tests and docs)."""
+    found: list[type[ParleyError]] = []
+    stack: list[type[ParleyError]] = [ParleyError]
+    while stack:
+        cls = stack.pop()
+        found.append(cls)
+        stack.extend(cls.__subclasses__())
+    return found
+
+
+def param_errors_of(errors: Mapping[str, str]) -> ValidationFailed:
+    """Build a ValidationFailed carrying the given field messages."""
+    return ValidationFailed(param_errors=errors)

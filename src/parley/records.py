@@ -1,0 +1,117 @@
+"""Frozen records that services return: plain values, independent of tables and wire."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Generic, TypeVar
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Organization:
+    id: str
+    name: str
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class ApiKey:
+    id: str
+    org_id: str
+    name: str | None
+    prefix: str
+    last4: str
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class IssuedApiKey:
+    """An API key at creation: the only moment its secret exists outside the caller."""
+
+    api_key: ApiKey
+    secret: str
+
+
+@dataclass(frozen=True, slots=True)
+class Project:
+    id: str
+    org_id: str
+    name: str
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Agent:
+    id: str
+    org_id: str
+    project: str
+    name: str
+    voice_id: str
+    system_prompt: str
+    welcome_message: str | None
+    language: str
+    audio_format: str
+    phone_numbers: tuple[str, ...]
+    disabled_at: datetime | None
+    created_at: datetime
+    updated_at: datetime
+
+    @property
+    def is_disabled(self) -> bool:
+        return self.disabled_at is not None
+
+
+@dataclass(frozen=True, slots=True)
+class Page(Generic[T]):
+    """One page of a listing, with the cursor of the next page if there is one."""
+
+    items: list[T]
+    next_cursor: str | None
+
+
+class Unset:
+    """The type of UNSET: a field a partial update does not touch."""
+
+    _instance: Unset | None = None
+
+    def __new__(cls) -> Unset:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "UNSET"
+
+    def __bool__(self) -> bool:
+        return False
+
+
+UNSET = Unset()
+
+
+@dataclass(frozen=True, slots=True)
+class AgentSpec:
+    """The fields of a new agent."""
+
+    name: str
+    voice_id: str
+    system_prompt: str
+    welcome_message: str | None
+    language: str
+    audio_format: str
+    phone_numbers: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class AgentPatch:
+    """A partial update of an agent: UNSET fields stay as they are."""
+
+    name: str | Unset = UNSET
+    voice_id: str | Unset = UNSET
+    system_prompt: str | Unset = UNSET
+    welcome_message: str | Unset | None = UNSET
+    language: str | Unset = UNSET
+    audio_format: str | Unset = UNSET
+    phone_numbers: tuple[str, ...] | Unset = UNSET

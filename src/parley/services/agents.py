@@ -1,0 +1,171 @@
+"""Agents and the rules of a disabled agent (spec section 3; API.md section 4).
+
+Rules:
+1. A disabled agent cannot start conversations (enforced where conversations start).
+2. A disabled agent cannot be updated, except to release its phone numbers.
+3. Disable and enable are idempotent.
+4. Disable wins every race: every read-modify-write of an agent locks its row first, so no
+   update can land after a disable has answered.
+5. A phone number belongs to at most one agent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from parley.clock import utcnow
+from parley.db.repos import agents as agent_repo
+from parley.db.repos import projects as project_repo
+from parley.db.tables import AgentRow
+from parley.errors import (
+    AgentDisabled,
+    AgentNotFound,
+    NameTaken,
+    PhoneNumberTaken,
+    ProjectNotFound,
+    ValidationFailed,
+)
+from parley.ids import looks_like_id, new_id
+from parley.records import Agent, AgentPatch, AgentSpec, Page, Unset
+from parley.services.context import Context
+from parley.services.orgs import MAIN_PROJECT
+from parley.services.paging import page_of
+
+UNIQUE_VIOLATIONS = agent_repo.UNIQUE_VIOLATIONS
+
+
+async def create_agent(ctx: Context, *, org_id: str, project: str | None, spec: AgentSpec) -> Agent:
+    """Create an agent in a project (default `main`)."""
+    now = utcnow(ctx.clock)
+    async with ctx.db.transaction(UNIQUE_VIOLATIONS) as session:
+        project_row = await project_repo.resolve(session, org_id, project or MAIN_PROJECT)
+        if await agent_repo.name_taken(session, project_row.id, spec.name):
+            raise NameTaken("An agent with this name already exists in the project.")
+        await _refuse_taken_numbers(session, spec.phone_numbers, agent_id=None)
+        row = await agent_repo.insert(
+            session,
+            agent_id=new_id("agent"),
+            org_id=org_id,
+            project_id=project_row.id,
+            spec=spec,
+            now=now,
+        )
+        return agent_repo.to_record(row, project_row.name, spec.phone_numbers)
+
+
+async def get_agent(ctx: Context, *, org_id: str, ref: str, project: str | None) -> Agent:
+    """Return the agent named (in `project`, default `main`) or identified by `ref`."""
+    async with ctx.db.transaction() as session:
+        return await agent_repo.load(session, await _find(session, org_id, ref, project))
+
+
+async def list_agents(
+    ctx: Context, *, org_id: str, project: str | None, cursor: str | None, limit: int
+) -> Page[Agent]:
+    """List the organization's agents, in one project or in all, oldest first."""
+    async with ctx.db.transaction() as session:
+        project_id = (await project_repo.resolve(session, org_id, project)).id if project else None
+        agents = await agent_repo.list_page(
+            session, org_id, project_id=project_id, cursor=cursor, limit=limit
+        )
+    return page_of(agents, limit=limit)
+
+
+async def update_agent(
+    ctx: Context, *, org_id: str, ref: str, project: str | None, patch: AgentPatch
+) -> Agent:
+    """Apply a partial update; refused with AgentDisabled while the agent is disabled."""
+    async with ctx.db.transaction(UNIQUE_VIOLATIONS) as session:
+        row = await _find(session, org_id, ref, project, for_update=True)
+        if row.disabled_at is not None:
+            raise AgentDisabled("The agent is disabled: it cannot be updated.")
+        if not isinstance(patch.name, Unset) and patch.name != row.name:
+            if await agent_repo.name_taken(session, row.project_id, patch.name):
+                raise NameTaken("An agent with this name already exists in the project.")
+        if not isinstance(patch.phone_numbers, Unset):
+            await _refuse_taken_numbers(session, patch.phone_numbers, agent_id=row.id)
+        await agent_repo.apply_patch(session, row, patch, now=utcnow(ctx.clock))
+        return await agent_repo.load(session, row)
+
+
+async def delete_agent(ctx: Context, *, org_id: str, ref: str, project: str | None) -> None:
+    """Delete an agent and release its phone numbers."""
+    async with ctx.db.transaction() as session:
+        await agent_repo.delete_row(session, await _find(session, org_id, ref, project))
+
+
+async def disable_agent(ctx: Context, *, org_id: str, ref: str, project: str | None) -> None:
+    """Disable an agent (idempotent): it starts no conversation and takes no update."""
+    async with ctx.db.transaction() as session:
+        row = await _find(session, org_id, ref, project, for_update=True)
+        if row.disabled_at is None:
+            await agent_repo.set_disabled(session, row, at=utcnow(ctx.clock))
+
+
+async def enable_agent(ctx: Context, *, org_id: str, ref: str, project: str | None) -> None:
+    """Enable an agent again (idempotent)."""
+    async with ctx.db.transaction() as session:
+        row = await _find(session, org_id, ref, project, for_update=True)
+        if row.disabled_at is not None:
+            await agent_repo.set_enabled(session, row, at=utcnow(ctx.clock))
+
+
+async def release_phone_numbers(
+    ctx: Context,
+    *,
+    org_id: str,
+    ref: str,
+    project: str | None,
+    numbers: Sequence[str] | None,
+) -> Agent:
+    """Release some (or, with None, all) of an agent's numbers; allowed while disabled."""
+    async with ctx.db.transaction() as session:
+        row = await _find(session, org_id, ref, project, for_update=True)
+        current = (await agent_repo.phone_numbers_of(session, [row.id])).get(row.id, [])
+        if numbers is None:
+            keep: list[str] = []
+        else:
+            foreign = sorted(set(numbers) - set(current))
+            if foreign:
+                message = "not assigned to this agent: " + ", ".join(foreign)
+                raise ValidationFailed(param_errors={"phone_numbers": message})
+            keep = [number for number in current if number not in set(numbers)]
+        if keep != current:
+            await agent_repo.apply_patch(
+                session, row, AgentPatch(phone_numbers=tuple(keep)), now=utcnow(ctx.clock)
+            )
+        return await agent_repo.load(session, row)
+
+
+async def _find(
+    session: AsyncSession,
+    org_id: str,
+    ref: str,
+    project: str | None,
+    *,
+    for_update: bool = False,
+) -> AgentRow:
+    """Find an agent by ID, or by name in `project` (default `main`).
+
+    The project is consulted only for names (spec section 4.1); a name in a project that
+    does not exist is an agent that does not exist.
+    """
+    project_row = None
+    if not looks_like_id(ref, "agent"):
+        try:
+            project_row = await project_repo.resolve(session, org_id, project or MAIN_PROJECT)
+        except ProjectNotFound:
+            raise AgentNotFound() from None
+    return await agent_repo.find(session, org_id, ref, project=project_row, for_update=for_update)
+
+
+async def _refuse_taken_numbers(
+    session: AsyncSession, numbers: Sequence[str], *, agent_id: str | None
+) -> None:
+    taken = await agent_repo.numbers_owned_elsewhere(session, numbers, agent_id)
+    if taken:
+        raise PhoneNumberTaken(
+            "Phone number already assigned to another agent: " + ", ".join(sorted(taken))
+        )

@@ -1,0 +1,58 @@
+"""The interfaces of shared ephemeral state.
+
+Each has an in-process implementation (`memory.py`: embedded mode and tests) and a Redis one
+(`redis.py`: any number of instances). Implementations raise `parley.errors.Unavailable`
+when their backend is down, so callers fail closed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+
+class ReplayGuard(Protocol):
+    """Remembers single-use keys (JWT `jti`s) until they expire."""
+
+    async def claim(self, key: str, *, expires_at: float) -> bool:
+        """Record `key` until `expires_at` (Unix seconds); return False if it was already held.
+
+        Atomic: of any number of concurrent claims of one key, exactly one returns True.
+        """
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class RateDecision:
+    """The answer of a rate limiter: allowed, or retry after some whole seconds."""
+
+    allowed: bool
+    retry_after: int = 0
+
+
+class RateLimiter(Protocol):
+    """A token bucket per key: `rate_per_minute` sustained, up to `burst` at once."""
+
+    async def hit(self, key: str) -> RateDecision:
+        """Take one token from the bucket of `key`."""
+        ...
+
+
+class Revocations(Protocol):
+    """Revoked credential IDs, visible to every instance until they would have expired."""
+
+    async def revoke(self, credential_id: str, *, expires_at: float) -> None:
+        """Mark `credential_id` revoked until `expires_at` (Unix seconds)."""
+        ...
+
+    async def is_revoked(self, credential_id: str) -> bool:
+        """Tell whether `credential_id` was revoked."""
+        ...
+
+
+class Throttle(Protocol):
+    """Allows an action on a key at most once per window, across every instance."""
+
+    async def try_acquire(self, key: str, *, window_seconds: float) -> bool:
+        """Return True, and start the window, if the action on `key` may run now."""
+        ...
