@@ -16,12 +16,13 @@ MAX_BODY_BYTES = 1024 * 1024
 access_log = logging.getLogger("parley.access")
 
 
-class _BodyTooLarge(Exception):
-    pass
-
-
 class BodyLimitMiddleware:
-    """Refuse request bodies over the limit with 413, by header or while streaming."""
+    """Refuse request bodies over the limit with 413, by header or by what arrives.
+
+    The body is read here, up to the limit, before the app sees it: frameworks turn errors
+    raised while they read a body into their own 400, so the limit cannot be enforced from
+    inside their read. Bodies are at most 1 MiB, so buffering them costs little.
+    """
 
     def __init__(self, app: ASGIApp, *, max_bytes: int = MAX_BODY_BYTES) -> None:
         self.app = app
@@ -35,29 +36,35 @@ class BodyLimitMiddleware:
         if declared is not None and declared > self.max_bytes:
             await _send_413(send)
             return
+        chunks: list[bytes] = []
         received = 0
-        started = False
-
-        async def limited_receive() -> Message:
-            nonlocal received
+        while True:
             message = await receive()
-            if message["type"] == "http.request":
-                received += len(message.get("body", b""))
-                if received > self.max_bytes:
-                    raise _BodyTooLarge
-            return message
-
-        async def tracking_send(message: Message) -> None:
-            nonlocal started
-            if message["type"] == "http.response.start":
-                started = True
-            await send(message)
-
-        try:
-            await self.app(scope, limited_receive, tracking_send)
-        except _BodyTooLarge:
-            if not started:
+            if message["type"] != "http.request":
+                await self.app(scope, _replay([message], receive), send)
+                return
+            chunk = message.get("body", b"")
+            received += len(chunk)
+            if received > self.max_bytes:
                 await _send_413(send)
+                return
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        body = {"type": "http.request", "body": b"".join(chunks), "more_body": False}
+        await self.app(scope, _replay([body], receive), send)
+
+
+def _replay(messages: list[Message], receive: Receive) -> Receive:
+    """Return a receive callable that yields `messages` first, then defers to `receive`."""
+    pending = list(messages)
+
+    async def replayed() -> Message:
+        if pending:
+            return pending.pop(0)
+        return await receive()
+
+    return replayed
 
 
 class AccessLogMiddleware:

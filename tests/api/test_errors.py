@@ -1,0 +1,188 @@
+"""Every non-2xx answer is the API.md envelope; never a framework default, never a 422."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+from fastapi import FastAPI
+
+from tests.api.helpers import assert_error
+from tests.types import Tenant
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_unknown_route_404_envelope(tenant: Tenant) -> None:
+    assert_error(await tenant.client.get("/v1/nothing-here"), 404, "not_found")
+
+
+async def test_unknown_route_without_credential_404_envelope(client: httpx.AsyncClient) -> None:
+    assert_error(await client.get("/nope"), 404, "not_found")
+
+
+async def test_wrong_method_405_envelope(tenant: Tenant) -> None:
+    response = await tenant.client.put("/v1/agents")
+    assert_error(response, 405, "method_not_allowed")
+    assert "GET" in response.headers["allow"]
+
+
+async def test_malformed_json_400_invalid_json(tenant: Tenant) -> None:
+    response = await tenant.client.post(
+        "/v1/agents", content=b'{"name": ', headers={"content-type": "application/json"}
+    )
+    assert_error(response, 400, "invalid_json")
+
+
+@pytest.mark.parametrize(
+    "content",
+    [b"[]", b'"text"', b"42", b"null"],
+    ids=["array", "string", "number", "null"],
+)
+async def test_body_not_an_object_400(tenant: Tenant, content: bytes) -> None:
+    response = await tenant.client.post(
+        "/v1/agents", content=content, headers={"content-type": "application/json"}
+    )
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] in {"validation_error", "invalid_json"}
+
+
+async def test_body_not_json_content_type_400(tenant: Tenant) -> None:
+    response = await tenant.client.post(
+        "/v1/agents", content=b"name=x", headers={"content-type": "text/plain"}
+    )
+    assert response.status_code == 400
+    assert "detail" not in response.json()
+
+
+async def test_validation_error_has_param_errors_never_422(tenant: Tenant) -> None:
+    response = await tenant.client.post("/v1/agents", json={"name": 1, "extra": True})
+    body = assert_error(response, 400, "validation_error")
+    assert set(body["param_errors"]) == {"name", "extra"}
+
+
+async def test_oversized_body_413_by_content_length(tenant: Tenant) -> None:
+    big = b'{"name": "' + b"a" * (1024 * 1024) + b'"}'
+    response = await tenant.client.post(
+        "/v1/agents", content=big, headers={"content-type": "application/json"}
+    )
+    assert_error(response, 413, "payload_too_large")
+
+
+async def test_oversized_body_413_when_streamed(tenant: Tenant) -> None:
+    async def chunks():  # type: ignore[no-untyped-def]
+        for _ in range(20):
+            yield b"a" * 65536
+
+    response = await tenant.client.post(
+        "/v1/agents", content=chunks(), headers={"content-type": "application/json"}
+    )
+    assert_error(response, 413, "payload_too_large")
+
+
+async def test_unexpected_exception_500_generic_message(
+    app: FastAPI, client: httpx.AsyncClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    async def explode() -> None:
+        raise RuntimeError("secret internals: parley_sk_leak")
+
+    app.add_api_route("/v1/test-explode", explode)
+
+    response = await client.get("/v1/test-explode")
+
+    body = assert_error(response, 500, "internal_error")
+    assert "secret" not in response.text
+    assert body["error"]["message"] == "Internal server error."
+    assert any("RuntimeError" in (r.exc_text or "") for r in caplog.records)
+
+
+async def test_database_down_503_service_unavailable(
+    settings_factory, tmp_path  # type: ignore[no-untyped-def]
+) -> None:
+    from parley.app import create_app
+
+    missing = tmp_path / "no-such-dir" / "parley.db"
+    app = create_app(settings_factory(database_url=f"sqlite:///{missing}"))
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as http:
+            response = await http.get(
+                "/v1/agents", headers={"Authorization": "Bearer parley_sk_" + "A" * 43}
+            )
+            health = await http.get("/health")
+    assert_error(response, 503, "service_unavailable")
+    assert_error(health, 503, "service_unavailable")
+
+
+async def test_postgres_down_503_service_unavailable(settings_factory) -> None:  # type: ignore[no-untyped-def]
+    from parley.app import create_app
+
+    url = "postgresql://postgres@127.0.0.1:1/parley"
+    app = create_app(settings_factory(database_url=url))
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as http:
+            response = await http.get(
+                "/v1/agents", headers={"Authorization": "Bearer parley_sk_" + "A" * 43}
+            )
+    assert_error(response, 503, "service_unavailable")
+
+
+async def test_oversized_credential_401_invalid_token(client: httpx.AsyncClient) -> None:
+    response = await client.get("/v1/agents", headers={"Authorization": "Bearer " + "a" * 9000})
+    assert_error(response, 401, "invalid_token")
+
+
+async def test_query_string_credential_ignored_on_rest(
+    client: httpx.AsyncClient, tenant: Tenant
+) -> None:
+    response = await client.get("/v1/agents", params={"api_key": tenant.api_key})
+    assert_error(response, 401, "unauthorized")
+
+
+async def test_health_needs_no_credential(client: httpx.AsyncClient) -> None:
+    response = await client.get("/health")
+    assert response.status_code == 200
+    assert response.json()["status"] == "ok"
+
+
+async def test_openapi_describes_every_endpoint_with_error_bodies(
+    client: httpx.AsyncClient,
+) -> None:
+    schema = (await client.get("/openapi.json")).json()
+    paths = schema["paths"]
+    expected = {
+        ("get", "/v1/agents"),
+        ("post", "/v1/agents"),
+        ("get", "/v1/agents/{nameOrId}"),
+        ("patch", "/v1/agents/{nameOrId}"),
+        ("delete", "/v1/agents/{nameOrId}"),
+        ("post", "/v1/agents/{nameOrId}/disable"),
+        ("post", "/v1/agents/{nameOrId}/enable"),
+        ("post", "/v1/agents/{nameOrId}/phone_numbers/release"),
+        ("get", "/v1/projects"),
+        ("post", "/v1/projects"),
+        ("get", "/v1/projects/{nameOrId}"),
+        ("delete", "/v1/projects/{nameOrId}"),
+        ("get", "/v1/api_keys"),
+        ("post", "/v1/api_keys"),
+        ("delete", "/v1/api_keys/{id}"),
+    }
+    present = {(method, path) for path, ops in paths.items() for method in ops}
+    assert expected <= present
+    for path, ops in paths.items():
+        for method, operation in ops.items():
+            responses = operation["responses"]
+            assert "422" not in responses, (method, path)
+            errors = [code for code in responses if code[0] in "45"]
+            assert errors, (method, path)
+            for code in errors:
+                ref = responses[code]["content"]["application/json"]["schema"]["$ref"]
+                assert ref.endswith("/ErrorOut"), (method, path, code)
+    disable = paths["/v1/agents/{nameOrId}/disable"]["post"]["responses"]
+    assert {"200", "401", "403", "404"} <= set(disable)
+    assert "HTTPValidationError" not in schema["components"]["schemas"]
+
+
+async def test_docs_page_served(client: httpx.AsyncClient) -> None:
+    response = await client.get("/docs")
+    assert response.status_code == 200

@@ -1,0 +1,136 @@
+"""Shared fixtures: settings factory, databases, the app in its lifespan, tenants."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from fastapi import FastAPI
+
+from parley.app import create_app
+from parley.config import Settings
+from parley.services import Context
+from tests import databases
+from tests.factories import make_org, unique_name
+from tests.types import MakeAgent, MakeTenant, Tenant
+
+pytest_plugins = ["anyio"]
+
+
+@pytest.fixture(scope="session")
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(scope="session")
+def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return databases.make_sqlite_template(tmp_path_factory.mktemp("template"))
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    yield from databases.postgres_database()
+
+
+@pytest.fixture(params=databases.database_kinds())
+def database_url(
+    request: pytest.FixtureRequest, tmp_path: Path, sqlite_template: Path
+) -> Iterator[str]:
+    """A migrated, empty database: a SQLite copy, or the run's PostgreSQL truncated after."""
+    if request.param == "sqlite":
+        yield databases.sqlite_copy(sqlite_template, tmp_path)
+        return
+    url: str = request.getfixturevalue("postgres_url")
+    try:
+        yield url
+    finally:
+        databases.run_in_own_loop(databases.truncate_all(url))
+
+
+@pytest.fixture
+def settings_factory(database_url: str) -> Any:
+    """Build Settings from explicit values only (never the developer's environment)."""
+
+    def build(**overrides: Any) -> Settings:
+        values: dict[str, Any] = {"database_url": database_url, "redis_url": None}
+        values.update(overrides)
+        return Settings(_env_file=None, **values)  # type: ignore[call-arg]
+
+    return build
+
+
+@pytest.fixture
+def settings(settings_factory: Any) -> Settings:
+    built: Settings = settings_factory()
+    return built
+
+
+@pytest.fixture
+async def app(settings: Settings) -> AsyncIterator[FastAPI]:
+    """The application with its lifespan entered (ASGITransport runs no lifespan)."""
+    application = create_app(settings)
+    async with application.router.lifespan_context(application):
+        yield application
+
+
+@pytest.fixture
+def ctx(app: FastAPI) -> Context:
+    context: Context = app.state.context
+    return context
+
+
+@pytest.fixture
+async def client(app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
+    transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+    async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as http:
+        yield http
+
+
+@pytest.fixture
+async def make_tenant(ctx: Context, app: FastAPI) -> AsyncIterator[MakeTenant]:
+    """Create organizations, each with a client that sends its first API key."""
+    clients: list[httpx.AsyncClient] = []
+
+    async def make(name: str | None = None) -> Tenant:
+        created = await make_org(ctx, name)
+        transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+        http = httpx.AsyncClient(
+            transport=transport,
+            base_url="http://testserver",
+            headers={"Authorization": f"Bearer {created.api_key.secret}"},
+        )
+        clients.append(http)
+        return Tenant(org=created.org, api_key=created.api_key.secret, client=http)
+
+    try:
+        yield make
+    finally:
+        for http in clients:
+            await http.aclose()
+
+
+@pytest.fixture
+async def tenant(make_tenant: MakeTenant) -> Tenant:
+    return await make_tenant()
+
+
+@pytest.fixture
+async def other_tenant(make_tenant: MakeTenant) -> Tenant:
+    return await make_tenant()
+
+
+@pytest.fixture
+def make_agent() -> MakeAgent:
+    async def make(tenant: Tenant, **fields: Any) -> dict[str, Any]:
+        body = {"name": unique_name("agent"), **fields}
+        project = body.pop("project_query", None)
+        params = {"project": project} if project else None
+        response = await tenant.client.post("/v1/agents", json=body, params=params)
+        assert response.status_code == 201, response.text
+        agent: dict[str, Any] = response.json()["agent"]
+        return agent
+
+    return make

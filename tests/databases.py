@@ -1,0 +1,97 @@
+"""Test databases: a migrated SQLite template per run, and a PostgreSQL database per run.
+
+PostgreSQL is named by PARLEY_TEST_DATABASE_URL (scripts/test sets it to the local server).
+Set it to an empty string to run on SQLite only. When it is set and the server does not
+answer, the tests fail: they never skip.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+import shutil
+from collections.abc import Coroutine, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import text
+from sqlalchemy.engine import make_url
+
+from parley.config import normalize_database_url
+from parley.db.engine import create_engine
+from parley.db.migrate import upgrade
+from parley.db.tables import Base
+
+
+def run_in_own_loop(coroutine: Coroutine[Any, Any, None]) -> None:
+    """Run a coroutine to completion on a fresh loop in a thread (callable from any context)."""
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pool.submit(asyncio.run, coroutine).result()
+
+
+def postgres_admin_url() -> str | None:
+    """Return the PostgreSQL URL the tests may use, or None for SQLite only."""
+    value = os.environ.get("PARLEY_TEST_DATABASE_URL", "")
+    return normalize_database_url(value) if value else None
+
+
+def database_kinds() -> list[str]:
+    return ["sqlite", "postgres"] if postgres_admin_url() else ["sqlite"]
+
+
+async def _migrate(url: str) -> None:
+    engine = create_engine(url)
+    try:
+        await upgrade(engine)
+    finally:
+        await engine.dispose()
+
+
+def make_sqlite_template(directory: Path) -> Path:
+    """Migrate a SQLite file once; tests copy it."""
+    path = directory / "template.db"
+    run_in_own_loop(_migrate(f"sqlite+aiosqlite:///{path}"))
+    return path
+
+
+def sqlite_copy(template: Path, directory: Path) -> str:
+    target = directory / "parley.db"
+    shutil.copyfile(template, target)
+    return f"sqlite+aiosqlite:///{target}"
+
+
+def postgres_database() -> Iterator[str]:
+    """Create a fresh, migrated PostgreSQL database for this run; drop it afterwards."""
+    admin = postgres_admin_url()
+    assert admin is not None
+    name = f"parley_test_{secrets.token_hex(6)}"
+    url = make_url(admin).set(database=name).render_as_string(hide_password=False)
+
+    async def admin_sql(statement: str) -> None:
+        engine = create_engine(admin)
+        try:
+            async with engine.connect() as connection:
+                await connection.execution_options(isolation_level="AUTOCOMMIT")
+                await connection.execute(text(statement))
+        finally:
+            await engine.dispose()
+
+    run_in_own_loop(admin_sql(f'CREATE DATABASE "{name}"'))
+    try:
+        run_in_own_loop(_migrate(url))
+        yield url
+    finally:
+        run_in_own_loop(admin_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+async def truncate_all(url: str) -> None:
+    """Empty every table (PostgreSQL), so the next test starts clean."""
+    engine = create_engine(url)
+    try:
+        async with engine.begin() as connection:
+            tables = ", ".join(f'"{t.name}"' for t in Base.metadata.sorted_tables)
+            await connection.execute(text(f"TRUNCATE {tables} CASCADE"))
+    finally:
+        await engine.dispose()

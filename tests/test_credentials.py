@@ -1,0 +1,40 @@
+"""Opaque credential formats and hashing (API.md section 1)."""
+
+from __future__ import annotations
+
+import re
+
+from parley import credentials
+
+
+def test_new_api_key_format() -> None:
+    key = credentials.new_api_key()
+    assert re.fullmatch(r"parley_sk_[A-Za-z0-9_-]{43}", key)
+    assert credentials.classify(key) == "api_key"
+
+
+def test_new_session_token_format() -> None:
+    token = credentials.new_session_token()
+    assert re.fullmatch(r"parley_st_[A-Za-z0-9_-]{43}", token)
+    assert credentials.classify(token) == "session_token"
+
+
+def test_hash_secret_is_sha256_hex() -> None:
+    assert credentials.hash_secret("abc") == (
+        "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+    )
+
+
+def test_classify_jwt_shape() -> None:
+    assert credentials.classify("eyJhbGciOiJFZERTQSJ9.eyJzdWIiOiJ4In0.c2ln") == "jwt"
+
+
+def test_classify_rejects_other_shapes() -> None:
+    assert credentials.classify("parley_sk_short") is None
+    assert credentials.classify("hello") is None
+    assert credentials.classify("a.b.c") is None
+
+
+def test_same_secret_compares() -> None:
+    assert credentials.same_secret("x", "x")
+    assert not credentials.same_secret("x", "y")

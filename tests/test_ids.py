@@ -1,0 +1,44 @@
+"""Prefixed IDs and names (API.md section 0)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from parley.ids import ID_KINDS, is_valid_name, looks_like_id, new_id
+
+
+@pytest.mark.parametrize("kind", ID_KINDS)
+def test_new_id_has_prefix_and_128_bits(kind: str) -> None:
+    value = new_id(kind)  # type: ignore[arg-type]
+    assert re.fullmatch(rf"{kind}_[0-9a-f]{{32}}", value)
+    assert looks_like_id(value, kind)  # type: ignore[arg-type]
+    assert new_id(kind) != value  # type: ignore[arg-type]
+
+
+def test_looks_like_id_checks_kind() -> None:
+    assert not looks_like_id(new_id("agent"), "proj")
+    assert looks_like_id(new_id("agent"))
+    assert not looks_like_id("agent_123")
+
+
+@pytest.mark.parametrize(
+    ("name", "valid"),
+    [
+        ("main", True),
+        ("a", True),
+        ("9-lives_x", True),
+        ("a" * 64, True),
+        ("a" * 65, False),
+        ("", False),
+        ("-x", False),
+        ("_x", False),
+        ("Caps", False),
+        ("sp ace", False),
+        ("agent_" + "f" * 32, False),
+        ("agent_" + "f" * 31, True),
+    ],
+)
+def test_is_valid_name(name: str, valid: bool) -> None:
+    assert is_valid_name(name) is valid
