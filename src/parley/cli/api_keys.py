@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import typer
 
-from parley.api.schemas import ApiKeyOut
 from parley.cli.common import JsonOption, emit, load_settings, run_with_context
+from parley.clock import isoformat
 from parley.records import IssuedApiKey
 from parley.services import Context, api_keys, orgs
 
@@ -25,5 +25,15 @@ def create(
         return await api_keys.create_api_key(ctx, org_id=found.id, name=name)
 
     issued = run_with_context(load_settings(), use, as_json=as_json)
-    value = {"api_key": ApiKeyOut.of(issued.api_key).model_dump(), "secret": issued.secret}
+    key = issued.api_key
+    value = {
+        "api_key": {
+            "id": key.id,
+            "name": key.name,
+            "prefix": key.prefix,
+            "last4": key.last4,
+            "created_at": isoformat(key.created_at),
+        },
+        "secret": issued.secret,
+    }
     emit(value, as_json=as_json, text=f"Created API key {issued.api_key.id}:\n  {issued.secret}")

@@ -30,8 +30,11 @@ def translated(unique_violations: UniqueViolations | None = None) -> Iterator[No
         raise
     except sa_exc.IntegrityError as error:
         raise conflict_for(error, unique_violations or {}) from None
-    except (sa_exc.OperationalError, sa_exc.InterfaceError, sa_exc.TimeoutError) as error:
+    except (sa_exc.OperationalError, sa_exc.InterfaceError) as error:
         log.error("database unavailable: %s", type(error.orig or error).__name__)
+        raise Unavailable() from None
+    except sa_exc.TimeoutError:
+        log.error("database unavailable: connection pool timed out")
         raise Unavailable() from None
     except sa_exc.DBAPIError as error:
         if error.connection_invalidated:

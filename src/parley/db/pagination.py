@@ -6,7 +6,7 @@ import base64
 import binascii
 import json
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar, Unpack
 
 from sqlalchemy import Select, and_, or_
 from sqlalchemy.orm import InstrumentedAttribute
@@ -14,6 +14,7 @@ from sqlalchemy.orm import InstrumentedAttribute
 from parley.errors import ValidationFailed
 
 MAX_PAGE_SIZE = 100
+SelectT = TypeVar("SelectT", bound=Select[Unpack[tuple[Any, ...]]])
 
 
 def encode_cursor(created_at: datetime, row_id: str) -> str:
@@ -35,13 +36,13 @@ def decode_cursor(cursor: str) -> tuple[datetime, str]:
 
 
 def paginate(
-    query: Select[Any],
+    query: SelectT,
     *,
     created_at: InstrumentedAttribute[datetime],
     row_id: InstrumentedAttribute[str],
     cursor: str | None,
     limit: int,
-) -> Select[Any]:
+) -> SelectT:
     """Order `query` by (created_at, id), start after `cursor`, and fetch one extra row."""
     if cursor is not None:
         after_created, after_id = decode_cursor(cursor)

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from alembic import context
+from alembic.autogenerate.api import AutogenContext
 from sqlalchemy.engine import Connection
 
 from parley.db.tables import Base, Timestamp
@@ -12,7 +13,7 @@ from parley.db.tables import Base, Timestamp
 target_metadata = Base.metadata
 
 
-def render_item(type_: str, obj: Any, autogen_context: Any) -> str | bool:
+def render_item(type_: str, obj: Any, _context: AutogenContext) -> str | Literal[False]:
     """Render our UTC timestamp type as the plain column type it stores."""
     if type_ == "type" and isinstance(obj, Timestamp):
         return "sa.DateTime(timezone=True)"
