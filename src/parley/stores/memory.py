@@ -1,0 +1,170 @@
+"""In-process stores: embedded mode (one process) and tests.
+
+Every operation runs without awaiting, so within one event loop it is atomic: of concurrent
+claims of one key exactly one wins. The stores are not thread-safe and hold nothing across
+processes; distributed mode uses `parley.stores.redis`.
+
+Memory is bounded by live entries: each entry has one item in a min-heap by deadline, and
+every call first pops the entries whose deadline has passed (O(log n) each), so expired keys
+never accumulate. Absolute expiries (`expires_at`) follow `clock.time()`; windows and
+bucket refills follow `clock.monotonic()`, so a wall-clock step cannot stretch them.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from parley.clock import Clock
+from parley.stores.base import RateDecision
+
+__all__ = ["MemoryRateLimiter", "MemoryReplayGuard", "MemoryRevocations", "MemoryThrottle"]
+
+V = TypeVar("V")
+
+
+class _Expiring(Generic[V]):
+    """A dict whose entries vanish at their deadline; purged from a heap, not by scanning.
+
+    An entry is alive while `now < deadline`, as a Redis key is alive until its PXAT passes.
+    A deadline is only ever extended. The heap holds one item per entry, at or before the
+    entry's deadline; an item that surfaces early is pushed back at the extended deadline.
+    """
+
+    def __init__(self) -> None:
+        self._entries: dict[str, tuple[float, V]] = {}
+        self._heap: list[tuple[float, str]] = []
+
+    def get(self, key: str, *, now: float) -> V | None:
+        """Return the live value of `key`, after purging what expired by `now`."""
+        self.purge(now=now)
+        entry = self._entries.get(key)
+        return None if entry is None else entry[1]
+
+    def holds(self, key: str, *, now: float) -> bool:
+        """Tell whether `key` is alive at `now`."""
+        self.purge(now=now)
+        return key in self._entries
+
+    def put(self, key: str, value: V, *, deadline: float, now: float) -> None:
+        """Store `value` until `deadline`, or the key's current deadline if that is later.
+
+        A new key whose deadline has already passed is not stored.
+        """
+        self.purge(now=now)
+        current = self._entries.get(key)
+        if current is not None:
+            self._entries[key] = (max(deadline, current[0]), value)
+        elif deadline > now:
+            self._entries[key] = (deadline, value)
+            heapq.heappush(self._heap, (deadline, key))
+
+    def purge(self, *, now: float) -> None:
+        """Drop every entry whose deadline is at or before `now`."""
+        heap = self._heap
+        while heap and heap[0][0] <= now:
+            _, key = heapq.heappop(heap)
+            deadline = self._entries[key][0]
+            if deadline <= now:
+                del self._entries[key]
+            else:
+                heapq.heappush(heap, (deadline, key))
+
+
+class MemoryReplayGuard:
+    """Single-use keys (JWT `jti`s) held in this process until `expires_at` (Unix seconds)."""
+
+    def __init__(self, clock: Clock) -> None:
+        self._clock = clock
+        self._held: _Expiring[None] = _Expiring()
+
+    async def claim(self, key: str, *, expires_at: float) -> bool:
+        """Record `key` until `expires_at`; return False if it is already held.
+
+        A key whose `expires_at` has already passed is not recorded (as in Redis).
+        """
+        now = self._clock.time()
+        if self._held.holds(key, now=now):
+            return False
+        self._held.put(key, None, deadline=expires_at, now=now)
+        return True
+
+
+@dataclass(slots=True)
+class _Bucket:
+    tokens: float
+    stamp: float
+
+
+class MemoryRateLimiter:
+    """Token buckets in this process: `rate_per_minute` sustained, `burst` at once, per key.
+
+    A bucket is forgotten once it would have refilled to `burst`, which is the same as never
+    having been used; so memory holds only the keys hit within about the last
+    `burst / rate_per_minute` minutes.
+    """
+
+    def __init__(self, rate_per_minute: float, burst: int, clock: Clock) -> None:
+        if not rate_per_minute > 0:
+            raise ValueError("rate_per_minute must be positive")
+        if burst < 1:
+            raise ValueError("burst must be at least 1")
+        self._rate = rate_per_minute / 60.0  # tokens per second
+        self._burst = burst
+        self._clock = clock
+        self._buckets: _Expiring[_Bucket] = _Expiring()
+
+    async def hit(self, key: str) -> RateDecision:
+        """Take one token from the bucket of `key`; if none is left, say when one will be."""
+        now = self._clock.monotonic()
+        bucket = self._buckets.get(key, now=now)
+        if bucket is None:  # never hit, or forgotten once it was full again
+            tokens = float(self._burst)
+        else:
+            refill = max(0.0, now - bucket.stamp) * self._rate
+            tokens = min(float(self._burst), bucket.tokens + refill)
+        if tokens >= 1.0:
+            decision = RateDecision(allowed=True)
+            tokens -= 1.0
+        else:
+            wait = (1.0 - tokens) / self._rate
+            decision = RateDecision(allowed=False, retry_after=max(1, math.ceil(wait)))
+        full_at = now + (self._burst - tokens) / self._rate
+        self._buckets.put(key, _Bucket(tokens=tokens, stamp=now), deadline=full_at, now=now)
+        return decision
+
+
+class MemoryRevocations:
+    """Revoked credential IDs held in this process until they would have expired."""
+
+    def __init__(self, clock: Clock) -> None:
+        self._clock = clock
+        self._revoked: _Expiring[None] = _Expiring()
+
+    async def revoke(self, credential_id: str, *, expires_at: float) -> None:
+        """Mark `credential_id` revoked until `expires_at`; a later revocation never shortens it."""
+        self._revoked.put(credential_id, None, deadline=expires_at, now=self._clock.time())
+
+    async def is_revoked(self, credential_id: str) -> bool:
+        """Tell whether `credential_id` is revoked now."""
+        return self._revoked.holds(credential_id, now=self._clock.time())
+
+
+class MemoryThrottle:
+    """At most one action per key per window, in this process."""
+
+    def __init__(self, clock: Clock) -> None:
+        self._clock = clock
+        self._windows: _Expiring[None] = _Expiring()
+
+    async def try_acquire(self, key: str, *, window_seconds: float) -> bool:
+        """Return True, and start a window of `window_seconds`, if no window of `key` is open."""
+        if not window_seconds > 0:
+            raise ValueError("window_seconds must be positive")
+        now = self._clock.monotonic()
+        if self._windows.holds(key, now=now):
+            return False
+        self._windows.put(key, None, deadline=now + window_seconds, now=now)
+        return True
