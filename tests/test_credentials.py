@@ -25,14 +25,16 @@ def test_hash_secret_is_sha256_hex() -> None:
     )
 
 
-def test_classify_jwt_shape() -> None:
+def test_classify_three_segments_goes_to_the_jwt_verifier() -> None:
     assert credentials.classify("eyJhbGciOiJFZERTQSJ9.eyJzdWIiOiJ4In0.c2ln") == "jwt"
+    assert credentials.classify("a.b.c") == "jwt"
 
 
 def test_classify_rejects_other_shapes() -> None:
     assert credentials.classify("parley_sk_short") is None
+    assert credentials.classify("parley_sk_" + "A" * 44) is None
     assert credentials.classify("hello") is None
-    assert credentials.classify("a.b.c") is None
+    assert credentials.classify("a.b") is None
 
 
 def test_same_secret_compares() -> None:

@@ -12,15 +12,22 @@ from parley import __version__
 from parley.api.errors import install_error_handlers
 from parley.api.middleware import AccessLogMiddleware, BodyLimitMiddleware
 from parley.api.openapi import build_openapi
-from parley.api.routes import agents, api_keys, health, projects
+from parley.api.routes import (
+    agents,
+    api_keys,
+    auth_jwt,
+    conversations,
+    health,
+    projects,
+    session_tokens,
+)
 from parley.clock import Clock, SystemClock
 from parley.config import Settings
-from parley.db.database import Database
-from parley.services import Context
+from parley.services.runtime import RuntimeOptions, open_context
 
 DESCRIPTION = (
     "Parley hosts voice conversations between end users and configurable agents. "
-    "Every error answers `{\"error\": {\"message\", \"code\"}}`."
+    'Every error answers `{"error": {"message", "code"}}`.'
 )
 
 
@@ -29,12 +36,9 @@ def create_app(settings: Settings, *, clock: Clock | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        database = Database.from_url(settings.database_url)
-        app.state.context = Context(db=database, clock=clock or SystemClock())
-        try:
+        async with open_context(runtime_options(settings), clock=clock or SystemClock()) as ctx:
+            app.state.context = ctx
             yield
-        finally:
-            await database.dispose()
 
     app = FastAPI(
         title="Parley",
@@ -46,7 +50,16 @@ def create_app(settings: Settings, *, clock: Clock | None = None) -> FastAPI:
         openapi_url="/openapi.json",
     )
     install_error_handlers(app)
-    for router in (health.router, api_keys.router, projects.router, agents.router):
+    routers = (
+        health.router,
+        api_keys.router,
+        projects.router,
+        agents.router,
+        auth_jwt.router,
+        session_tokens.router,
+        conversations.router,
+    )
+    for router in routers:
         app.include_router(router)
 
     def openapi() -> dict[str, Any]:
@@ -56,6 +69,20 @@ def create_app(settings: Settings, *, clock: Clock | None = None) -> FastAPI:
     app.add_middleware(BodyLimitMiddleware)
     app.add_middleware(AccessLogMiddleware)
     return app
+
+
+def runtime_options(settings: Settings) -> RuntimeOptions:
+    """Hand the services the plain values they need from the configuration."""
+    return RuntimeOptions(
+        database_url=settings.database_url,
+        redis_url=settings.redis_url,
+        default_audience=settings.public_host,
+        jwks_allow_http=settings.jwks_allow_http,
+        jwks_allow_private_networks=settings.jwks_allow_private_networks,
+        jwt_max_lifetime_seconds=settings.jwt_max_lifetime_seconds,
+        jwt_rate_per_minute=settings.jwt_rate_per_minute,
+        jwt_rate_burst=settings.jwt_rate_burst,
+    )
 
 
 def create_app_from_env() -> FastAPI:

@@ -115,3 +115,49 @@ class AgentPatch:
     language: str | Unset = UNSET
     audio_format: str | Unset = UNSET
     phone_numbers: tuple[str, ...] | Unset = UNSET
+
+
+@dataclass(frozen=True, slots=True)
+class AgentRef:
+    id: str
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationItem:
+    role: str
+    text: str
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Conversation:
+    id: str
+    org_id: str
+    agent: AgentRef | None
+    project: str | None
+    status: str
+    end_user: str | None
+    external_id: str | None
+    started_at: datetime | None
+    ended_at: datetime | None
+    created_at: datetime
+    items: tuple[ConversationItem, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SessionToken:
+    id: str
+    org_id: str
+    conversation_ids: frozenset[str] | None
+    expires_at: datetime
+    created_at: datetime
+    revoked_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class IssuedSessionToken:
+    """A session token at creation: the only moment its secret exists outside the caller."""
+
+    token: SessionToken
+    secret: str

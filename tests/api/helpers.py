@@ -15,5 +15,6 @@ def assert_error(response: httpx.Response, status: int, code: str) -> dict[str, 
     assert set(body) <= {"error", "param_errors"}, body
     assert set(body["error"]) == {"message", "code"}, body
     assert body["error"]["code"] == code, body
-    assert isinstance(body["error"]["message"], str) and body["error"]["message"]
+    assert isinstance(body["error"]["message"], str)
+    assert body["error"]["message"]
     return body

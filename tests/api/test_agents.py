@@ -6,7 +6,6 @@ from typing import Any
 
 import httpx
 import pytest
-
 from tests.api.helpers import assert_error
 from tests.types import MakeAgent, Tenant
 
@@ -240,9 +239,7 @@ async def test_release_some_phone_numbers_of_disabled_agent_succeeds(
     assert response.json()["agent"]["phone_numbers"] == ["+14155550104"]
 
 
-async def test_release_phone_number_not_assigned_400(
-    tenant: Tenant, make_agent: MakeAgent
-) -> None:
+async def test_release_phone_number_not_assigned_400(tenant: Tenant, make_agent: MakeAgent) -> None:
     agent = await make_agent(tenant, phone_numbers=["+14155550105"])
     response = await tenant.client.post(
         f"/v1/agents/{agent['id']}/phone_numbers/release",
@@ -501,9 +498,7 @@ async def test_update_agent_changes_only_given_fields(
     assert updated["updated_at"] >= agent["updated_at"]
 
 
-async def test_update_agent_rename_to_taken_name_409(
-    tenant: Tenant, make_agent: MakeAgent
-) -> None:
+async def test_update_agent_rename_to_taken_name_409(tenant: Tenant, make_agent: MakeAgent) -> None:
     await make_agent(tenant, name="taken")
     agent = await make_agent(tenant)
     response = await tenant.client.patch(f"/v1/agents/{agent['id']}", json={"name": "taken"})

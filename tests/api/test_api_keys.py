@@ -6,10 +6,10 @@ import re
 
 import httpx
 import pytest
-
-from parley.credentials import hash_secret
 from tests.api.helpers import assert_error
 from tests.types import Tenant
+
+from parley.credentials import hash_secret
 
 pytestmark = pytest.mark.anyio
 

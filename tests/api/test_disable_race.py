@@ -12,7 +12,6 @@ from typing import Any
 
 import httpx
 import pytest
-
 from tests.types import MakeAgent, Tenant
 
 pytestmark = pytest.mark.anyio
@@ -30,21 +29,29 @@ async def test_disable_wins_race_against_concurrent_updates(
         disabled = asyncio.Event()
         state_after_disable: dict[str, Any] = {}
 
-        async def patch(index: int, path: str = path) -> httpx.Response:
+        async def patch(
+            index: int, path: str = path, round_number: int = round_number
+        ) -> httpx.Response:
             if index >= PATCHES_PER_ROUND // 2:
                 await asyncio.sleep(0)
             body = {"system_prompt": f"round {round_number} patch {index}"}
             return await tenant.client.patch(path, json=body)
 
-        async def disable(path: str = path, disabled: asyncio.Event = disabled) -> None:
+        async def disable(
+            path: str = path,
+            disabled: asyncio.Event = disabled,
+            state: dict[str, Any] = state_after_disable,
+        ) -> None:
             response = await tenant.client.post(f"{path}/disable")
             assert response.json() == {"success": True}
-            state_after_disable.update((await tenant.client.get(path)).json()["agent"])
+            state.update((await tenant.client.get(path)).json()["agent"])
             disabled.set()
 
         tasks = [asyncio.create_task(patch(i)) for i in range(PATCHES_PER_ROUND // 2)]
         tasks.append(asyncio.create_task(disable()))
-        tasks += [asyncio.create_task(patch(i)) for i in range(PATCHES_PER_ROUND // 2, PATCHES_PER_ROUND)]
+        tasks += [
+            asyncio.create_task(patch(i)) for i in range(PATCHES_PER_ROUND // 2, PATCHES_PER_ROUND)
+        ]
         results = await asyncio.gather(*tasks)
         late = [await patch(PATCHES_PER_ROUND + i) for i in range(3)]
 

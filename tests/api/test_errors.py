@@ -5,7 +5,6 @@ from __future__ import annotations
 import httpx
 import pytest
 from fastapi import FastAPI
-
 from tests.api.helpers import assert_error
 from tests.types import Tenant
 
@@ -96,12 +95,14 @@ async def test_unexpected_exception_500_generic_message(
 
 
 async def test_database_down_503_service_unavailable(
-    settings_factory, tmp_path  # type: ignore[no-untyped-def]
+    settings_factory,
+    tmp_path,  # type: ignore[no-untyped-def]
 ) -> None:
     from parley.app import create_app
 
-    missing = tmp_path / "no-such-dir" / "parley.db"
-    app = create_app(settings_factory(database_url=f"sqlite:///{missing}"))
+    broken = tmp_path / "broken.db"
+    broken.write_bytes(b"this is not a database" * 100)
+    app = create_app(settings_factory(database_url=f"sqlite:///{broken}"))
     async with app.router.lifespan_context(app):
         transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
         async with httpx.AsyncClient(transport=transport, base_url="http://t") as http:

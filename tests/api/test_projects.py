@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from tests.api.helpers import assert_error
 from tests.types import MakeAgent, Tenant
 
@@ -22,9 +21,7 @@ async def test_create_and_get_project_by_name_and_id(tenant: Tenant) -> None:
     project = created.json()["project"]
     assert set(project) == {"id", "name", "created_at"}
     assert (await tenant.client.get("/v1/projects/sales")).json() == {"project": project}
-    assert (await tenant.client.get(f"/v1/projects/{project['id']}")).json() == {
-        "project": project
-    }
+    assert (await tenant.client.get(f"/v1/projects/{project['id']}")).json() == {"project": project}
 
 
 async def test_create_project_name_taken_409(tenant: Tenant) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import Depends, Query, Request
+from fastapi import Depends, Path, Query, Request
 
 from parley.services import Context, Principal, authenticate
 from parley.services.authn import bearer_credential
@@ -36,11 +36,22 @@ async def get_api_key_principal(principal: AnyPrincipal) -> Principal:
 
 ApiKeyPrincipal = Annotated[Principal, Depends(get_api_key_principal)]
 
+ConversationId = Annotated[str, Path(alias="id", description="The conversation's ID.")]
+
+
+async def get_conversation_principal(
+    request: Request, ctx: Ctx, conversation_id: ConversationId
+) -> Principal:
+    """Authenticate a request to one conversation: a JWT must name it (API.md section 7)."""
+    credential = bearer_credential(request.headers.getlist("authorization"))
+    return await authenticate(ctx, credential, conversation_id=conversation_id)
+
+
+ConversationPrincipal = Annotated[Principal, Depends(get_conversation_principal)]
+
 ProjectParam = Annotated[
     str | None,
-    Query(
-        description="Project name or ID (default `main`); used only when nameOrId is a name."
-    ),
+    Query(description="Project name or ID (default `main`); used only when nameOrId is a name."),
 ]
 CursorParam = Annotated[
     str | None, Query(description="`next_cursor` of the previous page.", max_length=512)

@@ -237,3 +237,104 @@ def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
         503: "A dependency is unavailable.",
     }
     return {s: {"model": ErrorOut, "description": descriptions[s]} for s in statuses}
+
+
+# --- JWT configuration ------------------------------------------------------------------
+
+Issuer = Annotated[str, StringConstraints(min_length=1, max_length=512)]
+
+
+class JwtConfigPut(Input):
+    """`PUT /v1/auth/jwt`: exactly one of `jwks_url` and `public_keys`."""
+
+    issuers: Annotated[list[Issuer], Field(min_length=1, max_length=10)]
+    audience: Annotated[str, StringConstraints(min_length=1, max_length=512)] | None = None
+    jwks_url: Annotated[str, StringConstraints(min_length=1, max_length=2048)] | None = None
+    public_keys: (
+        Annotated[
+            list[dict[str, Any] | Annotated[str, StringConstraints(max_length=16_384)]],
+            Field(min_length=1, max_length=20),
+        ]
+        | None
+    ) = Field(default=None, description="JWK objects or PEM strings.")
+    require_jti: bool = False
+
+
+class JwtKeyOut(BaseModel):
+    kid: str
+    kty: str
+    alg: str
+    source: Literal["jwks", "static"]
+
+
+class JwtConfigOut(BaseModel):
+    issuers: list[str]
+    audience: str
+    jwks_url: str | None
+    public_keys: list[dict[str, str]]
+    keys: list[JwtKeyOut]
+    jwks_fetched_at: Timestamp | None
+    jwks_error: str | None
+    require_jti: bool
+
+
+# --- conversations ----------------------------------------------------------------------
+
+
+class ConversationCreate(Input):
+    agent: Annotated[str, StringConstraints(min_length=1, max_length=64)]
+    project: Annotated[str, StringConstraints(min_length=1, max_length=64)] | None = None
+    id: Annotated[str, StringConstraints(min_length=1, max_length=128)] | None = None
+
+
+class AgentRefOut(BaseModel):
+    id: str
+    name: str
+
+
+class ConversationItemOut(BaseModel):
+    role: Literal["user", "assistant"]
+    text: str
+    created_at: Timestamp
+
+
+class ConversationOut(BaseModel):
+    id: str
+    agent: AgentRefOut | None
+    project: str | None
+    status: Literal["pending", "live", "ended"]
+    end_user: str | None
+    external_id: str | None
+    started_at: Timestamp | None
+    ended_at: Timestamp | None
+    created_at: Timestamp
+    items: list[ConversationItemOut]
+
+
+class ConversationEnvelope(BaseModel):
+    conversation: ConversationOut
+
+
+class ConversationList(BaseModel):
+    conversations: list[ConversationOut]
+    next_cursor: str | None
+
+
+# --- session tokens ---------------------------------------------------------------------
+
+
+class SessionTokenCreate(Input):
+    ttl_seconds: Annotated[int, Field(ge=60, le=3600)] = 300
+    conversation_ids: (
+        Annotated[
+            list[Annotated[str, StringConstraints(min_length=1, max_length=128)]],
+            Field(max_length=100),
+        ]
+        | None
+    ) = None
+
+
+class SessionTokenCreated(BaseModel):
+    id: str
+    session_token: str = Field(description="The token itself: shown once, never again.")
+    expires_at: Timestamp

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from parley.cli import api_keys, orgs, serve
+from parley.cli import api_keys, keys, orgs, serve, tokens
 
 app = typer.Typer(
     name="parley",
@@ -16,6 +16,8 @@ app.command("serve")(serve.serve)
 app.command("migrate")(serve.migrate)
 app.add_typer(orgs.app, name="orgs")
 app.add_typer(api_keys.app, name="api-keys")
+app.add_typer(keys.app, name="keys")
+app.add_typer(tokens.app, name="token")
 
 
 def main() -> None:

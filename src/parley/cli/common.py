@@ -10,12 +10,14 @@ from typing import Any, TypeVar
 
 import typer
 
+from parley.app import runtime_options
 from parley.clock import SystemClock
 from parley.config import Settings
-from parley.db.database import Database
+from parley.db.engine import create_engine
 from parley.db.migrate import upgrade
 from parley.errors import ParleyError
 from parley.services import Context
+from parley.services.runtime import open_context
 
 T = TypeVar("T")
 
@@ -37,12 +39,9 @@ def run_with_context(
     """Migrate the database, run `use` with a services context, and close everything."""
 
     async def main() -> T:
-        database = Database.from_url(settings.database_url)
-        try:
-            await upgrade(database.engine)
-            return await use(Context(db=database, clock=SystemClock()))
-        finally:
-            await database.dispose()
+        await migrate_database(settings.database_url)
+        async with open_context(runtime_options(settings), clock=SystemClock()) as ctx:
+            return await use(ctx)
 
     try:
         return asyncio.run(main())
@@ -57,6 +56,15 @@ def run_with_context(
             for field, message in (error.param_errors or {}).items():
                 print(f"  {field}: {message}", file=sys.stderr)
         raise typer.Exit(1) from None
+
+
+async def migrate_database(url: str) -> None:
+    """Bring the database at `url` to the newest schema."""
+    engine = create_engine(url)
+    try:
+        await upgrade(engine)
+    finally:
+        await engine.dispose()
 
 
 def emit(value: dict[str, Any], *, as_json: bool, text: str) -> None:

@@ -8,9 +8,7 @@ import logging
 import typer
 import uvicorn
 
-from parley.cli.common import load_settings, run_with_context
-from parley.db.database import Database
-from parley.db.migrate import upgrade
+from parley.cli.common import load_settings, migrate_database, run_with_context
 from parley.services import Context, orgs
 
 
@@ -39,7 +37,9 @@ def serve(
             "Its first API key, shown only this once:\n\n"
             f"    {created.api_key.secret}\n"
         )
-    logging.basicConfig(level=settings.log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=settings.log_level.upper(), format="%(levelname)s %(name)s: %(message)s"
+    )
     uvicorn.run(
         "parley.app:create_app_from_env",
         factory=True,
@@ -59,12 +59,5 @@ def migrate() -> None:
     """Migrate the database to the newest schema."""
     settings = load_settings()
 
-    async def run() -> None:
-        database = Database.from_url(settings.database_url)
-        try:
-            await upgrade(database.engine)
-        finally:
-            await database.dispose()
-
-    asyncio.run(run())
+    asyncio.run(migrate_database(settings.database_url))
     typer.echo("The database is at the newest schema.")

@@ -37,7 +37,13 @@ def translated(unique_violations: UniqueViolations | None = None) -> Iterator[No
         log.error("database unavailable: connection pool timed out")
         raise Unavailable() from None
     except sa_exc.DBAPIError as error:
-        if error.connection_invalidated:
+        # A connection lost mid-query, or a database file that cannot be read (the bare
+        # DatabaseError of "file is not a database"), is the database being unavailable.
+        if error.connection_invalidated or type(error) in (
+            sa_exc.DatabaseError,
+            sa_exc.InternalError,
+        ):
+            log.error("database unavailable: %s", type(error.orig or error).__name__)
             raise Unavailable() from None
         raise
     except (OSError, ConnectionError) as error:

@@ -6,7 +6,7 @@ import base64
 import binascii
 import json
 from datetime import datetime
-from typing import Any, TypeVar, Unpack
+from typing import Any, TypeVar
 
 from sqlalchemy import Select, and_, or_
 from sqlalchemy.orm import InstrumentedAttribute
@@ -14,7 +14,7 @@ from sqlalchemy.orm import InstrumentedAttribute
 from parley.errors import ValidationFailed
 
 MAX_PAGE_SIZE = 100
-SelectT = TypeVar("SelectT", bound=Select[Unpack[tuple[Any, ...]]])
+SelectT = TypeVar("SelectT", bound=Select[*tuple[Any, ...]])
 
 
 def encode_cursor(created_at: datetime, row_id: str) -> str:

@@ -6,8 +6,12 @@ from datetime import UTC, datetime
 from typing import Any, ClassVar
 
 from sqlalchemy import (
+    JSON,
+    Boolean,
     DateTime,
+    Double,
     ForeignKey,
+    ForeignKeyConstraint,
     Index,
     Integer,
     MetaData,
@@ -115,3 +119,92 @@ class PhoneNumberRow(Base):
     number: Mapped[str] = mapped_column(String(16), primary_key=True)
     agent_id: Mapped[str] = mapped_column(ForeignKey("agents.id", ondelete="CASCADE"), index=True)
     position: Mapped[int] = mapped_column(Integer)
+
+
+class JwtConfigRow(Base):
+    """An organization's JWT settings and the last good copy of its JWKS (API.md section 7)."""
+
+    __tablename__ = "jwt_configs"
+
+    org_id: Mapped[str] = mapped_column(
+        ForeignKey("organizations.id", ondelete="CASCADE"), primary_key=True
+    )
+    audience: Mapped[str] = mapped_column(String(512))
+    jwks_url: Mapped[str | None] = mapped_column(String(2048))
+    static_keys: Mapped[list[dict[str, str]]] = mapped_column(JSON)
+    require_jti: Mapped[bool] = mapped_column(Boolean)
+    jwks_document: Mapped[dict[str, object] | None] = mapped_column(JSON)
+    jwks_document_url: Mapped[str | None] = mapped_column(String(2048))
+    jwks_fetched_at: Mapped[float | None] = mapped_column(Double)
+    jwks_max_age: Mapped[int | None] = mapped_column(Integer)
+    jwks_error: Mapped[str | None] = mapped_column(Text)
+    updated_at: Mapped[datetime] = mapped_column()
+
+
+class JwtIssuerRow(Base):
+    """A registered `iss`: the primary key makes an issuer belong to one organization."""
+
+    __tablename__ = "jwt_issuers"
+
+    issuer: Mapped[str] = mapped_column(String(512), primary_key=True)
+    org_id: Mapped[str] = mapped_column(
+        ForeignKey("organizations.id", ondelete="CASCADE"), index=True
+    )
+
+
+class ConversationRow(Base):
+    """A conversation; its ID is unique within the organization (API.md section 5)."""
+
+    __tablename__ = "conversations"
+
+    org_id: Mapped[str] = mapped_column(
+        ForeignKey("organizations.id", ondelete="CASCADE"), primary_key=True
+    )
+    id: Mapped[str] = mapped_column(String(128), primary_key=True)
+    agent_id: Mapped[str | None] = mapped_column(ForeignKey("agents.id", ondelete="SET NULL"))
+    project_name: Mapped[str | None] = mapped_column(String(64))
+    status: Mapped[str] = mapped_column(String(16))
+    end_user: Mapped[str | None] = mapped_column(String(256))
+    external_id: Mapped[str | None] = mapped_column(String(256))
+    started_at: Mapped[datetime | None] = mapped_column()
+    ended_at: Mapped[datetime | None] = mapped_column()
+    created_at: Mapped[datetime] = mapped_column()
+
+    __table_args__ = (Index("ix_conversations_org_id_created_at", "org_id", "created_at"),)
+
+
+class ConversationItemRow(Base):
+    """One utterance of a conversation, in order."""
+
+    __tablename__ = "conversation_items"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    org_id: Mapped[str] = mapped_column(String(40))
+    conversation_id: Mapped[str] = mapped_column(String(128))
+    role: Mapped[str] = mapped_column(String(16))
+    text: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column()
+
+    __table_args__ = (
+        ForeignKeyConstraint(
+            ["org_id", "conversation_id"],
+            ["conversations.org_id", "conversations.id"],
+            ondelete="CASCADE",
+            name="fk_conversation_items_conversation",
+        ),
+        Index("ix_conversation_items_conversation", "org_id", "conversation_id", "id"),
+    )
+
+
+class SessionTokenRow(Base):
+    """A session token, stored as the SHA-256 of its secret (API.md section 6)."""
+
+    __tablename__ = "session_tokens"
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    org_id: Mapped[str] = mapped_column(ForeignKey("organizations.id", ondelete="CASCADE"))
+    secret_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    conversation_ids: Mapped[list[str] | None] = mapped_column(JSON)
+    expires_at: Mapped[datetime] = mapped_column()
+    created_at: Mapped[datetime] = mapped_column()
+    revoked_at: Mapped[datetime | None] = mapped_column()

@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Body, Path
 
-from parley.api.deps import ApiKeyPrincipal, CursorParam, Ctx, LimitParam, ProjectParam
+from parley.api.deps import ApiKeyPrincipal, Ctx, CursorParam, LimitParam, ProjectParam
 from parley.api.schemas import (
     AgentCreate,
     AgentEnvelope,
@@ -91,7 +91,7 @@ async def update_agent(
 ) -> AgentEnvelope:
     """Update some fields of an agent; refused with 409 `agent_disabled` while disabled."""
     if nulls := body.null_fields():
-        raise ValidationFailed(param_errors={name: "may not be null" for name in nulls})
+        raise ValidationFailed(param_errors=dict.fromkeys(nulls, "may not be null"))
     sent = body.model_fields_set
     patch = AgentPatch(
         **{name: getattr(body, name) for name in sent if name != "phone_numbers"},

@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Body, Path
 
-from parley.api.deps import ApiKeyPrincipal, CursorParam, Ctx, LimitParam
+from parley.api.deps import ApiKeyPrincipal, Ctx, CursorParam, LimitParam
 from parley.api.schemas import (
     ApiKeyCreate,
     ApiKeyCreated,
@@ -46,9 +46,7 @@ async def create_api_key(
     return ApiKeyCreated(api_key=ApiKeyOut.of(issued.api_key), secret=issued.secret)
 
 
-@router.delete(
-    "/{id}", response_model=SuccessOut, responses=error_responses(401, 403, 404, 503)
-)
+@router.delete("/{id}", response_model=SuccessOut, responses=error_responses(401, 403, 404, 503))
 async def delete_api_key(
     ctx: Ctx, principal: ApiKeyPrincipal, key_id: Annotated[str, Path(alias="id")]
 ) -> SuccessOut:

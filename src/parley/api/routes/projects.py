@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path
 
-from parley.api.deps import ApiKeyPrincipal, CursorParam, Ctx, LimitParam
+from parley.api.deps import ApiKeyPrincipal, Ctx, CursorParam, LimitParam
 from parley.api.schemas import (
     ProjectCreate,
     ProjectEnvelope,
@@ -49,7 +49,9 @@ async def create_project(
 @router.get(
     "/{nameOrId}", response_model=ProjectEnvelope, responses=error_responses(401, 403, 404, 503)
 )
-async def get_project(ctx: Ctx, principal: ApiKeyPrincipal, name_or_id: NameOrId) -> ProjectEnvelope:
+async def get_project(
+    ctx: Ctx, principal: ApiKeyPrincipal, name_or_id: NameOrId
+) -> ProjectEnvelope:
     """Return one project."""
     project = await projects.get_project(ctx, org_id=principal.org_id, ref=name_or_id)
     return ProjectEnvelope(project=ProjectOut.of(project))

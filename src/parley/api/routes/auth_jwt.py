@@ -1,0 +1,42 @@
+"""JWT settings of the organization (API.md section 7)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from parley.api.convert import jwt_config_out
+from parley.api.deps import ApiKeyPrincipal, Ctx
+from parley.api.schemas import JwtConfigOut, JwtConfigPut, error_responses
+from parley.services import jwt_config
+
+router = APIRouter(prefix="/v1/auth/jwt", tags=["jwt"])
+
+
+@router.get("", response_model=JwtConfigOut, responses=error_responses(401, 403, 503))
+async def get_jwt_config(ctx: Ctx, principal: ApiKeyPrincipal) -> JwtConfigOut:
+    """Show the issuers, audience, key source, keys in force and the last fetch error."""
+    return jwt_config_out(await jwt_config.get_jwt_config(ctx, org_id=principal.org_id))
+
+
+@router.put(
+    "", response_model=JwtConfigOut, responses=error_responses(400, 401, 403, 409, 413, 503)
+)
+async def put_jwt_config(ctx: Ctx, principal: ApiKeyPrincipal, body: JwtConfigPut) -> JwtConfigOut:
+    """Register issuers, audience and either a JWKS URL (fetched now) or static keys."""
+    config = jwt_config.JwtConfigInput(
+        issuers=tuple(body.issuers),
+        audience=body.audience,
+        jwks_url=body.jwks_url,
+        public_keys=tuple(body.public_keys) if body.public_keys is not None else None,
+        require_jti=body.require_jti,
+    )
+    view = await jwt_config.put_jwt_config(ctx, org_id=principal.org_id, config=config)
+    return jwt_config_out(view)
+
+
+@router.post(
+    "/refresh", response_model=JwtConfigOut, responses=error_responses(400, 401, 403, 404, 503)
+)
+async def refresh_jwks(ctx: Ctx, principal: ApiKeyPrincipal) -> JwtConfigOut:
+    """Fetch the JWKS now; 400 `jwks_unreachable` if that fails."""
+    return jwt_config_out(await jwt_config.refresh_jwks(ctx, org_id=principal.org_id))

@@ -1,0 +1,47 @@
+"""`parley token`: mint a JWT with a private key, as a customer backend would (API.md 11).
+
+`parley token mint --key private_key.pem --kid KID --iss ISS --aud AUD --sub SUB
+--conversation-id ID [--ttl 900]` prints one compact JWT with a fresh `jti`, ready for
+`Authorization: Bearer …` or `wss://…/v1/sts/ws?jwt=…`. Needs no configuration and no
+database: it only uses `parley.jwt.mint`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from parley.jwt.mint import DEFAULT_TTL_SECONDS, mint_token
+
+app = typer.Typer(help="Mint customer-signed JWTs.", no_args_is_help=True)
+
+
+@app.callback()
+def token() -> None:
+    """Mint customer-signed JWTs."""
+
+
+@app.command("mint")
+def mint(
+    key: Path = typer.Option(..., "--key", help="PEM private key file.", dir_okay=False),
+    kid: str = typer.Option(..., "--kid", help="Key ID published in the JWKS."),
+    iss: str = typer.Option(..., "--iss", help="Issuer registered with Parley."),
+    aud: str = typer.Option(..., "--aud", help="Audience registered with Parley."),
+    sub: str = typer.Option(..., "--sub", help="Opaque end-user ID (no personal data)."),
+    conversation_id: str = typer.Option(..., "--conversation-id", help="The one conversation."),
+    ttl: int = typer.Option(DEFAULT_TTL_SECONDS, "--ttl", min=1, help="Lifetime in seconds."),
+) -> None:
+    """Print a signed JWT for one end user and one conversation."""
+    try:
+        pem = key.read_bytes()
+        jwt = mint_token(
+            pem, kid=kid, iss=iss, aud=aud, sub=sub, conversation_id=conversation_id, ttl=ttl
+        )
+    except OSError as error:
+        typer.echo(f"error: cannot read {key}: {error.strerror}", err=True)
+        raise typer.Exit(1) from None
+    except (ValueError, TypeError) as error:  # TypeError: an encrypted key needs a password
+        typer.echo(f"error: unusable private key: {error}", err=True)
+        raise typer.Exit(1) from None
+    typer.echo(jwt)

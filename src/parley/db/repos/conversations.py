@@ -1,0 +1,132 @@
+"""Conversations and their items."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from datetime import datetime
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from parley.db.pagination import paginate
+from parley.db.tables import AgentRow, ConversationItemRow, ConversationRow
+from parley.errors import ConversationExists
+from parley.records import AgentRef, Conversation, ConversationItem
+
+UNIQUE_VIOLATIONS = {
+    "pk_conversations": ConversationExists,
+    "conversations.org_id": ConversationExists,
+}
+
+
+def to_record(
+    row: ConversationRow, agent_name: str | None, items: Sequence[ConversationItem]
+) -> Conversation:
+    agent = AgentRef(id=row.agent_id, name=agent_name) if row.agent_id and agent_name else None
+    return Conversation(
+        id=row.id,
+        org_id=row.org_id,
+        agent=agent,
+        project=row.project_name,
+        status=row.status,
+        end_user=row.end_user,
+        external_id=row.external_id,
+        started_at=row.started_at,
+        ended_at=row.ended_at,
+        created_at=row.created_at,
+        items=tuple(items),
+    )
+
+
+async def get_row(
+    session: AsyncSession, org_id: str, conversation_id: str, *, for_update: bool = False
+) -> ConversationRow | None:
+    query = select(ConversationRow).where(
+        ConversationRow.org_id == org_id, ConversationRow.id == conversation_id
+    )
+    if for_update:
+        query = query.with_for_update()
+    return await session.scalar(query.execution_options(populate_existing=True))
+
+
+async def load(session: AsyncSession, row: ConversationRow) -> Conversation:
+    """Return the record of a conversation row, with its agent's name and its items."""
+    agent_name = None
+    if row.agent_id:
+        agent_name = await session.scalar(select(AgentRow.name).where(AgentRow.id == row.agent_id))
+    items = (await items_of(session, row.org_id, [row.id])).get(row.id, [])
+    return to_record(row, agent_name, items)
+
+
+async def items_of(
+    session: AsyncSession, org_id: str, conversation_ids: Sequence[str]
+) -> dict[str, list[ConversationItem]]:
+    rows = await session.scalars(
+        select(ConversationItemRow)
+        .where(
+            ConversationItemRow.org_id == org_id,
+            ConversationItemRow.conversation_id.in_(conversation_ids),
+        )
+        .order_by(ConversationItemRow.id)
+    )
+    found: dict[str, list[ConversationItem]] = defaultdict(list)
+    for item in rows:
+        found[item.conversation_id].append(
+            ConversationItem(role=item.role, text=item.text, created_at=item.created_at)
+        )
+    return found
+
+
+async def insert(session: AsyncSession, row: ConversationRow) -> None:
+    session.add(row)
+    await session.flush()
+
+
+async def add_item(
+    session: AsyncSession,
+    *,
+    org_id: str,
+    conversation_id: str,
+    role: str,
+    text: str,
+    at: datetime,
+) -> None:
+    session.add(
+        ConversationItemRow(
+            org_id=org_id, conversation_id=conversation_id, role=role, text=text, created_at=at
+        )
+    )
+    await session.flush()
+
+
+async def list_page(
+    session: AsyncSession,
+    org_id: str,
+    *,
+    project: str | None,
+    agent_id: str | None,
+    only_ids: Sequence[str] | None,
+    cursor: str | None,
+    limit: int,
+) -> list[Conversation]:
+    query = select(ConversationRow, AgentRow.name).outerjoin(
+        AgentRow, AgentRow.id == ConversationRow.agent_id
+    )
+    query = query.where(ConversationRow.org_id == org_id)
+    if project is not None:
+        query = query.where(ConversationRow.project_name == project)
+    if agent_id is not None:
+        query = query.where(ConversationRow.agent_id == agent_id)
+    if only_ids is not None:
+        query = query.where(ConversationRow.id.in_(only_ids))
+    query = paginate(
+        query,
+        created_at=ConversationRow.created_at,
+        row_id=ConversationRow.id,
+        cursor=cursor,
+        limit=limit,
+    )
+    rows = (await session.execute(query)).all()
+    items = await items_of(session, org_id, [row.id for row, _ in rows])
+    return [to_record(row, name, items.get(row.id, [])) for row, name in rows]

@@ -1,0 +1,55 @@
+"""Session tokens: stored as the SHA-256 of the secret, looked up by that hash."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from parley.db.tables import SessionTokenRow
+from parley.records import SessionToken
+
+
+def to_record(row: SessionTokenRow) -> SessionToken:
+    ids = frozenset(row.conversation_ids) if row.conversation_ids is not None else None
+    return SessionToken(
+        id=row.id,
+        org_id=row.org_id,
+        conversation_ids=ids,
+        expires_at=row.expires_at,
+        created_at=row.created_at,
+        revoked_at=row.revoked_at,
+    )
+
+
+async def insert(session: AsyncSession, token: SessionToken, *, secret_hash: str) -> None:
+    session.add(
+        SessionTokenRow(
+            id=token.id,
+            org_id=token.org_id,
+            secret_hash=secret_hash,
+            conversation_ids=sorted(token.conversation_ids) if token.conversation_ids else None,
+            expires_at=token.expires_at,
+            created_at=token.created_at,
+            revoked_at=None,
+        )
+    )
+    await session.flush()
+
+
+async def find_by_hash(session: AsyncSession, secret_hash: str) -> SessionToken | None:
+    row = await session.scalar(
+        select(SessionTokenRow).where(SessionTokenRow.secret_hash == secret_hash)
+    )
+    return to_record(row) if row else None
+
+
+async def get_row(session: AsyncSession, token_id: str) -> SessionTokenRow | None:
+    return await session.get(SessionTokenRow, token_id)
+
+
+async def revoke(session: AsyncSession, row: SessionTokenRow, *, at: datetime) -> None:
+    if row.revoked_at is None:
+        row.revoked_at = at
+        await session.flush()

@@ -1,0 +1,275 @@
+"""The engine's interface: session settings, events, and the plug-in points.
+
+A process builds one EngineFactory (which holds the heavy models) and asks it for one
+ConversationEngine per conversation. The socket layer feeds the engine client input and relays
+its events; it knows nothing about speech. The default engine composes three small plug-ins,
+each replaceable on its own: a Recognizer (speech to text), a ReplyGenerator (what to answer)
+and a Synthesizer (text to speech).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, AsyncIterator
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Literal, Protocol, Self, TypeAlias
+
+from parley.engine.audio import AudioFormat, Samples
+from parley.engine.vad import Utterance
+
+
+@dataclass(frozen=True)
+class SessionConfig:
+    """What one conversation needs from its agent and the client's `config` message."""
+
+    agent_name: str
+    system_prompt: str
+    welcome_message: str | None
+    voice_id: str
+    input_format: AudioFormat
+    output_format: AudioFormat
+    language: str = "en"
+
+
+# --- events (engine -> socket layer), in the order API.md section 8 lists them -----------
+
+
+@dataclass(frozen=True)
+class InputText:
+    """The user's words for one utterance (a placeholder such as "[speech 1.2 s]" offline)."""
+
+    text: str
+    language: str
+
+
+@dataclass(frozen=True)
+class AudioChunk:
+    """Assistant audio in the session's output format.
+
+    `text` is the sentence this chunk begins, on the first chunk of each sentence, else "".
+    """
+
+    audio: bytes
+    text: str
+
+
+@dataclass(frozen=True)
+class UserStartedSpeaking:
+    pass
+
+
+@dataclass(frozen=True)
+class UserFinishedSpeaking:
+    pass
+
+
+@dataclass(frozen=True)
+class AssistantStartedSpeaking:
+    pass
+
+
+@dataclass(frozen=True)
+class AssistantFinishedSpeaking:
+    """The response was sent in full and its playback time has passed."""
+
+
+@dataclass(frozen=True)
+class InterruptedResponse:
+    """The user spoke over the assistant; `text` holds the sentences already sent."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class AssistantEndedConversation:
+    """The assistant said goodbye; the socket layer should end the conversation."""
+
+
+@dataclass(frozen=True)
+class EngineWarning:
+    """Something degraded but the conversation goes on (e.g. an unknown voice)."""
+
+    code: str
+    message: str
+
+
+EngineEvent: TypeAlias = (
+    InputText
+    | AudioChunk
+    | UserStartedSpeaking
+    | UserFinishedSpeaking
+    | AssistantStartedSpeaking
+    | AssistantFinishedSpeaking
+    | InterruptedResponse
+    | AssistantEndedConversation
+    | EngineWarning
+)
+
+
+# --- plug-in interfaces --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Transcript:
+    """A recognizer's result; `placeholder` is True when no words were recognized."""
+
+    text: str
+    language: str
+    placeholder: bool = False
+
+
+class Recognizer(Protocol):
+    """Speech to text, once per utterance. Built once per process; must be safe to share."""
+
+    @property
+    def sample_rate(self) -> int:
+        """The rate the engine resamples utterances to before calling transcribe."""
+        ...
+
+    async def transcribe(self, utterance: Utterance, *, language: str) -> Transcript:
+        """Return the words of one utterance; run heavy work off the event loop."""
+        ...
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One entry of the conversation history."""
+
+    role: Literal["user", "assistant"]
+    text: str
+
+
+@dataclass(frozen=True)
+class ReplyRequest:
+    """Everything a reply generator may use for one reply.
+
+    `user_message` is the text to answer (None: speak without one, e.g. to re-engage);
+    `transcribed` is False when it is only a placeholder for speech nobody could transcribe;
+    `system_message` is an extra instruction for this reply only.
+    """
+
+    agent_name: str
+    system_prompt: str
+    language: str
+    history: tuple[Turn, ...]
+    user_message: str | None = None
+    system_message: str | None = None
+    transcribed: bool = True
+
+
+@dataclass(frozen=True)
+class EndConversation:
+    """Yielded by a reply generator, after its text, to end the conversation."""
+
+
+ReplyPart: TypeAlias = str | EndConversation
+
+
+class ReplyGenerator(Protocol):
+    """What the assistant says. Built once per process; must be safe to share."""
+
+    def greeting(self, config: SessionConfig) -> str | None:
+        """Return what to say when the conversation starts, or None to wait for the user."""
+        ...
+
+    def reply(self, request: ReplyRequest) -> AsyncGenerator[ReplyPart, None]:
+        """Stream the reply as text pieces (any size; the engine splits sentences)."""
+        ...
+
+
+class Synthesizer(Protocol):
+    """Text to speech. Built once per process; must be safe to share between conversations."""
+
+    @property
+    def sample_rate(self) -> int:
+        """The rate of the samples synthesize returns."""
+        ...
+
+    @property
+    def default_voice(self) -> str:
+        """The voice used when a session's voice_id is unknown."""
+        ...
+
+    def voices(self) -> tuple[str, ...]:
+        """Return the voice names usable on this server."""
+        ...
+
+    def resolve_voice(self, voice_id: str) -> str | None:
+        """Return the voice name for an agent's voice_id ("" = default), None if unusable."""
+        ...
+
+    async def warm_up(self) -> None:
+        """Load the default voice now rather than on the first sentence."""
+        ...
+
+    async def synthesize(self, text: str, *, voice: str) -> Samples:
+        """Return the speech for one sentence; never block the event loop."""
+        ...
+
+
+# --- the engine ----------------------------------------------------------------------------
+
+
+class ConversationEngine(Protocol):
+    """One conversation's speech engine; use it as an async context manager.
+
+    Entering starts it (and queues the greeting); leaving, or close(), stops it and ends the
+    events() stream. events() must be consumed concurrently with the input calls: the event
+    buffer is bounded, and a full buffer makes the input calls wait.
+    Input methods raise EngineClosed after close(); feed_audio raises InvalidAudioChunk.
+    """
+
+    async def __aenter__(self) -> Self: ...
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None: ...
+
+    def events(self) -> AsyncIterator[EngineEvent]:
+        """Return the single stream of events; it ends when the engine closes."""
+        ...
+
+    async def feed_audio(self, audio: bytes) -> None:
+        """Take one chunk (at most 40 ms) of user audio in the session's input format."""
+        ...
+
+    async def say(self, text: str) -> None:
+        """Speak exactly `text`, after anything already queued."""
+        ...
+
+    async def generate_reply(
+        self, *, user_message: str | None = None, system_message: str | None = None
+    ) -> None:
+        """Queue a reply from the reply generator, optionally to `user_message`."""
+        ...
+
+    async def update_system_prompt(self, text: str) -> None:
+        """Use `text` as the system prompt for every later reply."""
+        ...
+
+    async def mute(self) -> None:
+        """Stop treating input audio as speech; a turn in progress ends now."""
+        ...
+
+    async def unmute(self) -> None:
+        """Treat input audio as speech again."""
+        ...
+
+    async def close(self) -> None:
+        """Stop all work and end the events() stream; idempotent."""
+        ...
+
+
+class EngineFactory(Protocol):
+    """Built once per process; holds the models and makes one engine per conversation."""
+
+    async def warm_up(self) -> None:
+        """Load models ahead of the first conversation (call from the app's lifespan)."""
+        ...
+
+    def create(self, config: SessionConfig) -> ConversationEngine:
+        """Return a new engine for one conversation (not started: enter it with `async with`)."""
+        ...

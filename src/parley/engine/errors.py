@@ -1,0 +1,57 @@
+"""Errors of the conversation engine, each with a stable code (see parley.errors).
+
+    ParleyError
+     ├── InvalidRequest
+     │    ├── UnknownAudioFormat ........ a format name outside API.md section 4's five
+     │    └── InvalidAudioChunk (also a ValueError)
+     │         ├── AudioChunkTooLong .... more than 40 ms of audio in one chunk
+     │         └── AudioChunkMisaligned . 16-bit PCM with an odd number of bytes
+     ├── Conflict
+     │    └── EngineClosed .............. input after the engine was closed
+     ├── RateLimited
+     │    └── TooManyPendingResponses ... say / generate_reply queued faster than spoken
+     └── Unavailable
+          └── SynthesizerUnavailable .... no speech synthesizer could be loaded
+
+The socket layer reports the InvalidRequest and RateLimited ones as an `error` message and keeps
+the socket open (API.md section 8).
+"""
+
+from __future__ import annotations
+
+from parley.errors import Conflict, InvalidRequest, RateLimited, Unavailable
+
+
+class UnknownAudioFormat(InvalidRequest):
+    code = "unknown_audio_format"
+    message = "Unknown audio format; use pcm_44100, pcm_24000, pcm_16000, pcm_8000 or mulaw_8000."
+
+
+class InvalidAudioChunk(InvalidRequest, ValueError):
+    code = "invalid_audio_chunk"
+    message = "The audio chunk is invalid."
+
+
+class AudioChunkTooLong(InvalidAudioChunk):
+    code = "audio_chunk_too_long"
+    message = "An audio chunk may hold at most 40 ms of audio."
+
+
+class AudioChunkMisaligned(InvalidAudioChunk):
+    code = "audio_chunk_misaligned"
+    message = "16-bit PCM audio must have an even number of bytes."
+
+
+class EngineClosed(Conflict):
+    code = "engine_closed"
+    message = "The conversation's speech engine is not running."
+
+
+class TooManyPendingResponses(RateLimited):
+    code = "too_many_pending_responses"
+    message = "Too many responses are waiting to be spoken."
+
+
+class SynthesizerUnavailable(Unavailable):
+    code = "synthesizer_unavailable"
+    message = "No speech synthesizer is available on this server."

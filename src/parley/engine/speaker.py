@@ -1,0 +1,127 @@
+"""Speaking one response: reply text -> sentences -> synthesized audio -> paced AudioChunks.
+
+Each sentence is synthesized whole, resampled and encoded in a worker thread, and cut into
+`chunk_ms` chunks (the last one shorter). Chunks go out at most `lead_s` ahead of the
+listener's playback (None: as fast as they are made), and the response ends, with
+AssistantFinishedSpeaking, only when its playback time has passed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, Awaitable, Callable
+from contextlib import aclosing
+from dataclasses import dataclass, field
+
+import anyio
+import anyio.to_thread
+
+from parley.clock import Clock
+from parley.engine.audio import AudioFormat, render, split_chunks
+from parley.engine.base import (
+    AssistantEndedConversation,
+    AssistantFinishedSpeaking,
+    AssistantStartedSpeaking,
+    AudioChunk,
+    EndConversation,
+    EngineEvent,
+    ReplyPart,
+    Synthesizer,
+)
+from parley.engine.reply import SentenceSplitter
+
+Emit = Callable[[EngineEvent], Awaitable[None]]
+
+
+@dataclass
+class Response:
+    """The state of one response: its cancel scope (barge-in) and what was already sent."""
+
+    scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+    started: bool = False
+    spoken: list[str] = field(default_factory=list)
+
+    @property
+    def text(self) -> str:
+        """The sentences sent so far, joined."""
+        return " ".join(self.spoken)
+
+
+class Pacer:
+    """Tracks when the listener's playback of the audio sent so far ends."""
+
+    def __init__(self, clock: Clock, lead_s: float | None) -> None:
+        self._clock = clock
+        self._lead = lead_s
+        self._end: float | None = None
+
+    async def wait_for_room(self) -> None:
+        """Sleep until the audio sent is at most `lead_s` ahead of playback."""
+        if self._lead is not None and self._end is not None:
+            await anyio.sleep(max(self._end - self._clock.monotonic() - self._lead, 0.0))
+
+    def sent(self, seconds: float) -> None:
+        """Record `seconds` more audio sent (playback restarts now if it had run dry)."""
+        now = self._clock.monotonic()
+        self._end = max(self._end or now, now) + seconds
+
+    async def drain(self) -> None:
+        """Sleep until playback of everything sent has ended."""
+        if self._lead is not None and self._end is not None:
+            await anyio.sleep(max(self._end - self._clock.monotonic(), 0.0))
+
+
+class Speaker:
+    """Speaks responses for one conversation in one voice and output format."""
+
+    def __init__(
+        self,
+        synthesizer: Synthesizer,
+        *,
+        voice: str,
+        output_format: AudioFormat,
+        chunk_ms: int,
+        lead_s: float | None,
+        clock: Clock,
+        emit: Emit,
+    ) -> None:
+        self._synthesizer = synthesizer
+        self._voice = voice
+        self._format = output_format
+        self._chunk_ms = chunk_ms
+        self._lead_s = lead_s
+        self._clock = clock
+        self._emit = emit
+
+    async def speak(self, parts: AsyncGenerator[ReplyPart, None], response: Response) -> None:
+        """Speak a reply stream to its end; cancel `response.scope` to stop it."""
+        pacer = Pacer(self._clock, self._lead_s)
+        splitter = SentenceSplitter()
+        ending = False
+        async with aclosing(parts) as stream:
+            async for part in stream:
+                if isinstance(part, EndConversation):
+                    ending = True
+                    continue
+                for sentence in splitter.feed(part):
+                    await self._sentence(sentence, response, pacer)
+        for sentence in splitter.flush():
+            await self._sentence(sentence, response, pacer)
+        await pacer.drain()
+        if response.started:
+            await self._emit(AssistantFinishedSpeaking())
+        if ending:
+            await self._emit(AssistantEndedConversation())
+
+    async def _sentence(self, sentence: str, response: Response, pacer: Pacer) -> None:
+        fmt = self._format
+        samples = await self._synthesizer.synthesize(sentence, voice=self._voice)
+        data = await anyio.to_thread.run_sync(render, samples, self._synthesizer.sample_rate, fmt)
+        for index, chunk in enumerate(split_chunks(fmt, data, self._chunk_ms)):
+            if not response.started:
+                response.started = True
+                await self._emit(AssistantStartedSpeaking())
+            await pacer.wait_for_room()
+            await self._emit(AudioChunk(chunk, sentence if index == 0 else ""))
+            if index == 0:
+                response.spoken.append(sentence)
+            pacer.sent(fmt.duration(chunk))

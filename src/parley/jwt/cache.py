@@ -1,0 +1,291 @@
+"""Per-organization key cache: the JWKS refresh rules of API.md section 7.
+
+Defaults and limits:
+
+- keys live for the JWKS `Cache-Control: max-age` (clamped 5 min .. 24 h by `jwks.py`) and
+  are refetched when it runs out, and at once when a token's `kid` is unknown;
+- concurrent misses of one organization share one fetch (single flight in this process);
+- fetches caused by misses or expiry happen at most once per 30 s per organization, through
+  the injected `Throttle`, so the bound holds across instances when it is Redis-backed; an
+  instance that loses that race reads the set its peer stored. Within one instance a miss
+  consults the throttle and the store at most once per 5 s, so random `kid`s cost no I/O;
+- `refresh` (for `PUT /v1/auth/jwt` and `POST /v1/auth/jwt/refresh`) bypasses the throttle;
+- a failed refresh keeps serving the last good keys for up to 24 h after their last
+  successful fetch; with no usable keys at all, `JwksUnavailable` (503, Retry-After 30 s);
+- the last good document goes to the injected `KeySetStore`, so restarts keep it and other
+  instances read it;
+- static keys (no JWKS URL) are served through the same API without any fetch.
+
+Time comes from the injected Clock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final, Protocol
+
+from parley.clock import Clock
+from parley.errors import JwksUnavailable, Unavailable
+from parley.jwt.errors import JwksFetchError
+from parley.jwt.jwks import FetchedJwks
+from parley.jwt.keys import Algorithm, KeySet, VerificationKey, load_jwks
+from parley.jwt.policy import IssuerPolicy, KeySource
+from parley.stores.base import Throttle
+
+logger = logging.getLogger("parley.jwt")
+
+MISS_FETCH_INTERVAL_SECONDS: Final = 30.0
+LOCAL_RECHECK_SECONDS: Final = 5.0
+STALE_SERVING_SECONDS: Final = 86_400.0
+
+
+@dataclass(frozen=True, slots=True)
+class StoredJwks:
+    """The last good JWKS of an organization, as persisted by a KeySetStore."""
+
+    url: str
+    document: Mapping[str, Any]
+    fetched_at: float
+    """Unix time of the successful fetch."""
+    max_age_seconds: int
+    error: str | None = None
+    """The message of the last failed fetch since then, if any."""
+
+
+class KeySetStore(Protocol):
+    """Durable copy of each organization's last good JWKS (the database, in the service)."""
+
+    async def load(self, org_id: str) -> StoredJwks | None:
+        """Return the stored set of `org_id`, or None if it never had one."""
+        ...
+
+    async def save(self, org_id: str, jwks: StoredJwks) -> None:
+        """Store a successful fetch, replacing the previous one and clearing the error."""
+        ...
+
+    async def save_error(self, org_id: str, *, url: str, error: str) -> None:
+        """Record a failed fetch of `url`; keep the stored document as it is."""
+        ...
+
+
+class JwksSource(Protocol):
+    """Fetches JWKS documents; `parley.jwt.JwksFetcher` is the real one."""
+
+    async def fetch(self, url: str) -> FetchedJwks:
+        """Return the document at `url` or raise JwksFetchError."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class KeySetView:
+    """What `GET /v1/auth/jwt` shows about the keys in force."""
+
+    keys: tuple[VerificationKey, ...]
+    fetched_at: float | None
+    error: str | None
+
+
+@dataclass(slots=True)
+class _Entry:
+    source: KeySource
+    keys: KeySet
+    fetched_at: float | None  # last successful fetch; None for static keys or none yet
+    expires_at: float  # when a refresh is due
+    usable_until: float  # fetched_at + 24 h; infinite for static keys; 0 when there are none
+    checked_at: float  # last time a miss consulted the throttle, the store or the URL
+    error: str | None = None
+
+    @classmethod
+    def fetched(cls, source: KeySource, jwks: StoredJwks, *, now: float) -> _Entry:
+        return cls(
+            source=source,
+            keys=load_jwks(jwks.document),
+            fetched_at=jwks.fetched_at,
+            expires_at=jwks.fetched_at + jwks.max_age_seconds,
+            usable_until=jwks.fetched_at + STALE_SERVING_SECONDS,
+            checked_at=now,
+            error=jwks.error,
+        )
+
+    @classmethod
+    def static(cls, source: KeySource, *, now: float) -> _Entry:
+        keys = load_jwks({"keys": list(source.static_keys)})
+        return cls(source, keys, None, math.inf, math.inf, checked_at=now)
+
+    @classmethod
+    def missing(cls, source: KeySource, *, now: float) -> _Entry:
+        """No key set at all, remembered so that misses stay throttled locally too."""
+        return cls(source, KeySet(), None, 0.0, 0.0, checked_at=now)
+
+
+class KeyCache:
+    """Each organization's parsed keys, refreshed under the rules in the module docstring."""
+
+    def __init__(
+        self, *, fetcher: JwksSource, store: KeySetStore, throttle: Throttle, clock: Clock
+    ) -> None:
+        self._fetcher = fetcher
+        self._store = store
+        self._throttle = throttle
+        self._clock = clock
+        self._entries: dict[str, _Entry] = {}
+        self._flights: dict[tuple[str, str | None], asyncio.Task[None]] = {}
+
+    async def key(self, source: KeySource, kid: str, alg: Algorithm) -> VerificationKey | None:
+        """Return the one key named `kid` fitting `alg` (API.md section 7 step 3), or None.
+
+        Raise JwksUnavailable when the organization has no usable key set at all.
+        """
+        entry = self._entries.get(source.org_id)
+        now = self._clock.time()
+        if entry is not None and (entry.source is source or entry.source == source):
+            recently_checked = now - entry.checked_at < LOCAL_RECHECK_SECONDS
+            if now < entry.expires_at:
+                found = entry.keys.get(kid, alg)
+                if found is not None or recently_checked:
+                    return found
+            elif recently_checked:
+                return self._usable(entry, now).get(kid, alg)
+        await self._single_flight(source, lambda: self._sync(source, kid, alg))
+        return self._usable(self._current(source), self._clock.time()).get(kid, alg)
+
+    async def refresh(self, source: KeySource) -> KeySetView:
+        """Fetch the JWKS now, bypassing the miss throttle; raise JwksFetchError if it fails.
+
+        For `PUT /v1/auth/jwt` and `POST /v1/auth/jwt/refresh`; static keys are just reloaded.
+        """
+        if source.jwks_url is None:
+            self._entries[source.org_id] = _Entry.static(source, now=self._clock.time())
+        else:
+            await self._fetch(source, source.jwks_url, raise_errors=True)
+        return await self.view(source)
+
+    async def view(self, source: KeySource) -> KeySetView:
+        """Describe the keys in force, loading them from the store if needed (never fetches)."""
+        entry = self._current(source)
+        if entry is None:
+            entry = await self._load(source)
+            if entry is not None:
+                # Showing the keys is not a miss check: an unknown kid right after must
+                # still refresh at once (API.md section 7).
+                entry.checked_at = -math.inf
+                self._entries[source.org_id] = entry
+        if entry is None:
+            return KeySetView(keys=(), fetched_at=None, error=None)
+        return KeySetView(keys=entry.keys.keys, fetched_at=entry.fetched_at, error=entry.error)
+
+    def invalidate(self, org_id: str) -> None:
+        """Forget an organization's keys, e.g. after its configuration changed."""
+        self._entries.pop(org_id, None)
+
+    def _current(self, source: KeySource) -> _Entry | None:
+        entry = self._entries.get(source.org_id)
+        return entry if entry is not None and entry.source == source else None
+
+    def _usable(self, entry: _Entry | None, now: float) -> KeySet:
+        if entry is None or now >= entry.usable_until:
+            raise JwksUnavailable(retry_after=int(MISS_FETCH_INTERVAL_SECONDS))
+        return entry.keys
+
+    async def _single_flight(self, source: KeySource, work: Callable[[], Awaitable[None]]) -> None:
+        slot = (source.org_id, source.jwks_url)  # a configuration change starts its own flight
+        flight = self._flights.get(slot)
+        if flight is None:
+            flight = asyncio.ensure_future(work())
+            self._flights[slot] = flight
+            flight.add_done_callback(lambda done: self._landed(slot, done))
+        # shield: a cancelled waiter must not cancel the fetch the others are waiting for.
+        await asyncio.shield(flight)
+
+    def _landed(self, slot: tuple[str, str | None], flight: asyncio.Task[None]) -> None:
+        if self._flights.get(slot) is flight:
+            del self._flights[slot]
+        if not flight.cancelled():
+            flight.exception()  # marks the exception retrieved even if every waiter left
+
+    async def _sync(self, source: KeySource, kid: str, alg: Algorithm) -> None:
+        """Bring the organization's keys up to date after a miss or an expiry (one flight)."""
+        now = self._clock.time()
+        entry = self._current(source)
+        if entry is None:
+            entry = await self._load(source)
+            if entry is not None:
+                self._entries[source.org_id] = entry
+            if source.jwks_url is None or (
+                entry is not None and now < entry.expires_at and entry.keys.get(kid, alg)
+            ):
+                return
+        elif now - entry.checked_at < LOCAL_RECHECK_SECONDS:
+            return
+        if source.jwks_url is None:  # static keys: nothing to fetch
+            if entry is not None:
+                entry.checked_at = now
+            return
+        throttle_key = f"jwks-fetch:{source.org_id}"
+        window = MISS_FETCH_INTERVAL_SECONDS
+        if await self._throttle.try_acquire(throttle_key, window_seconds=window):
+            await self._fetch(source, source.jwks_url, raise_errors=False)
+            return
+        if entry is None:
+            self._entries[source.org_id] = _Entry.missing(source, now=now)
+            return
+        entry.checked_at = now
+        stored = await self._load(source)
+        if stored is not None and (stored.fetched_at or 0) > (entry.fetched_at or 0):
+            self._entries[source.org_id] = stored  # a peer instance fetched a newer set
+
+    async def _load(self, source: KeySource) -> _Entry | None:
+        now = self._clock.time()
+        if source.jwks_url is None:
+            return _Entry.static(source, now=now)
+        stored = await self._store.load(source.org_id)
+        if stored is None or stored.url != source.jwks_url:
+            return None
+        return _Entry.fetched(source, stored, now=now)
+
+    async def _fetch(self, source: KeySource, url: str, *, raise_errors: bool) -> None:
+        try:
+            fetched = await self._fetcher.fetch(url)
+        except JwksFetchError as exc:
+            logger.warning("jwks fetch failed for org %s: %s", source.org_id, exc.message)
+            now = self._clock.time()
+            entry = self._current(source)
+            if entry is None:
+                entry = self._entries[source.org_id] = _Entry.missing(source, now=now)
+            entry.error, entry.checked_at = exc.message, now
+            entry.expires_at = min(entry.expires_at, now)
+            try:
+                await self._store.save_error(source.org_id, url=url, error=exc.message)
+            except Unavailable:
+                logger.warning("jwks fetch error of org %s not stored", source.org_id)
+            if raise_errors:
+                raise
+            return
+        stored = StoredJwks(url, fetched.document, self._clock.time(), fetched.max_age_seconds)
+        self._entries[source.org_id] = _Entry.fetched(source, stored, now=stored.fetched_at)
+        try:
+            await self._store.save(source.org_id, stored)
+        except Unavailable:  # the keys are good; only their durable copy is late
+            logger.warning("jwks of org %s fetched but not stored", source.org_id)
+
+
+class CachedIssuerResolver:
+    """An IssuerResolver: issuers from an async lookup, keys from a KeyCache (steps 2 and 3)."""
+
+    def __init__(
+        self, policies: Callable[[str], Awaitable[IssuerPolicy | None]], cache: KeyCache
+    ) -> None:
+        self._policies = policies
+        self._cache = cache
+
+    async def policy(self, iss: str) -> IssuerPolicy | None:
+        """Return the policy of the organization that registered `iss`, or None."""
+        return await self._policies(iss)
+
+    async def key(self, policy: IssuerPolicy, kid: str, alg: Algorithm) -> VerificationKey | None:
+        """Return the key for (`kid`, `alg`) from the organization's cached set."""
+        return await self._cache.key(policy.keys, kid, alg)

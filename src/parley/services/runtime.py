@@ -1,0 +1,108 @@
+"""Open and close everything the services need: database, stores, JWT machinery."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
+
+import httpx
+
+from parley.clock import Clock
+from parley.db.database import Database
+from parley.jwt import JwksFetcher, KeyCache
+from parley.services.context import Context, JwtRuntime
+from parley.services.jwt_config import DatabaseKeySetStore, IssuerDirectory
+from parley.stores.base import RateLimiter, ReplayGuard, Revocations, Throttle
+from parley.stores.memory import (
+    MemoryRateLimiter,
+    MemoryReplayGuard,
+    MemoryRevocations,
+    MemoryThrottle,
+)
+from parley.stores.redis import (
+    RedisRateLimiter,
+    RedisReplayGuard,
+    RedisRevocations,
+    RedisThrottle,
+    connect_redis,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class RuntimeOptions:
+    """The plain values the services need from the configuration."""
+
+    database_url: str
+    redis_url: str | None
+    default_audience: str
+    jwks_allow_http: bool = False
+    jwks_allow_private_networks: bool = False
+    jwt_max_lifetime_seconds: int = 3600
+    jwt_rate_per_minute: int = 60
+    jwt_rate_burst: int = 20
+
+
+@dataclass(frozen=True, slots=True)
+class _Stores:
+    replay_guard: ReplayGuard
+    rate_limiter: RateLimiter
+    revocations: Revocations
+    throttle: Throttle
+
+
+@asynccontextmanager
+async def open_context(options: RuntimeOptions, *, clock: Clock) -> AsyncIterator[Context]:
+    """Yield a services Context; close the database, Redis and HTTP client afterwards."""
+    async with AsyncExitStack() as stack:
+        database = Database.from_url(options.database_url)
+        stack.push_async_callback(database.dispose)
+        stores = await _open_stores(options, clock, stack)
+        # The JWKS client follows no redirects and trusts no proxy settings of the host.
+        http = httpx.AsyncClient(follow_redirects=False, trust_env=False)
+        stack.push_async_callback(http.aclose)
+        fetcher = JwksFetcher(
+            http,
+            allow_http=options.jwks_allow_http,
+            allow_private_networks=options.jwks_allow_private_networks,
+        )
+        cache = KeyCache(
+            fetcher=fetcher,
+            store=DatabaseKeySetStore(database),
+            throttle=stores.throttle,
+            clock=clock,
+        )
+        issuers = IssuerDirectory(
+            db=database,
+            cache=cache,
+            clock=clock,
+            default_max_lifetime=options.jwt_max_lifetime_seconds,
+        )
+        runtime = JwtRuntime(
+            fetcher=fetcher,
+            key_cache=cache,
+            issuers=issuers,
+            rate_limiter=stores.rate_limiter,
+            replay_guard=stores.replay_guard,
+            default_audience=options.default_audience,
+        )
+        yield Context(db=database, clock=clock, jwt=runtime, revocations=stores.revocations)
+
+
+async def _open_stores(options: RuntimeOptions, clock: Clock, stack: AsyncExitStack) -> _Stores:
+    rate, burst = options.jwt_rate_per_minute, options.jwt_rate_burst
+    if options.redis_url is None:
+        return _Stores(
+            replay_guard=MemoryReplayGuard(clock),
+            rate_limiter=MemoryRateLimiter(rate, burst, clock),
+            revocations=MemoryRevocations(clock),
+            throttle=MemoryThrottle(clock),
+        )
+    client = connect_redis(options.redis_url)
+    stack.push_async_callback(client.aclose)
+    return _Stores(
+        replay_guard=RedisReplayGuard(client),
+        rate_limiter=RedisRateLimiter(rate, burst, client),
+        revocations=RedisRevocations(client),
+        throttle=RedisThrottle(client),
+    )

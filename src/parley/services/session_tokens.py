@@ -1,0 +1,88 @@
+"""Session tokens (API.md section 6): short-lived, optionally bound to conversations, and
+revocable at once on every instance.
+
+Rules:
+1. Created only with an API key; `ttl_seconds` 60..3600 (default 300); at most 100
+   `conversation_ids`.
+2. Stored as the SHA-256 of the secret; shown once.
+3. Revocation is instant: the database marks it (the next request on any instance is
+   refused) and the shared Revocations store tells live WebSockets, which close within 2 s.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import timedelta
+
+from parley import credentials
+from parley.clock import utcnow
+from parley.db.repos import session_tokens as token_repo
+from parley.errors import Forbidden, SessionTokenNotFound, ValidationFailed
+from parley.ids import new_id
+from parley.records import IssuedSessionToken, SessionToken
+from parley.services.context import Context
+from parley.services.conversations import check_conversation_id
+
+MIN_TTL_SECONDS = 60
+MAX_TTL_SECONDS = 3600
+DEFAULT_TTL_SECONDS = 300
+MAX_CONVERSATION_IDS = 100
+
+
+async def create_session_token(
+    ctx: Context,
+    *,
+    org_id: str,
+    ttl_seconds: int = DEFAULT_TTL_SECONDS,
+    conversation_ids: Sequence[str] | None = None,
+) -> IssuedSessionToken:
+    """Issue a session token for the organization."""
+    if not MIN_TTL_SECONDS <= ttl_seconds <= MAX_TTL_SECONDS:
+        raise ValidationFailed(param_errors={"ttl_seconds": "must be between 60 and 3600"})
+    if conversation_ids is not None:
+        if len(conversation_ids) > MAX_CONVERSATION_IDS:
+            raise ValidationFailed(param_errors={"conversation_ids": "at most 100"})
+        for conversation_id in conversation_ids:
+            check_conversation_id(conversation_id)
+    secret = credentials.new_session_token()
+    now = utcnow(ctx.clock)
+    token = SessionToken(
+        id=new_id("sess"),
+        org_id=org_id,
+        conversation_ids=frozenset(conversation_ids) if conversation_ids is not None else None,
+        expires_at=now + timedelta(seconds=ttl_seconds),
+        created_at=now,
+        revoked_at=None,
+    )
+    async with ctx.db.transaction() as session:
+        await token_repo.insert(session, token, secret_hash=credentials.hash_secret(secret))
+    return IssuedSessionToken(token=token, secret=secret)
+
+
+async def revoke_session_token(ctx: Context, *, org_id: str, token_id: str) -> None:
+    """Revoke a token: refused on the next request everywhere; live sockets close."""
+    async with ctx.db.transaction() as session:
+        row = await token_repo.get_row(session, token_id)
+        if row is None:
+            raise SessionTokenNotFound()
+        if row.org_id != org_id:
+            raise Forbidden()
+        await token_repo.revoke(session, row, at=utcnow(ctx.clock))
+        expires_at = row.expires_at.timestamp()
+    await ctx.revocations.revoke(token_id, expires_at=expires_at)
+
+
+async def find_active(ctx: Context, secret: str) -> SessionToken | None:
+    """Return the unexpired, unrevoked token with this secret."""
+    async with ctx.db.transaction() as session:
+        token = await token_repo.find_by_hash(session, credentials.hash_secret(secret))
+    if token is None or token.revoked_at is not None:
+        return None
+    if token.expires_at.timestamp() <= ctx.clock.time():
+        return None
+    return token
+
+
+async def is_revoked(ctx: Context, token_id: str) -> bool:
+    """Tell whether a token was revoked (the shared store; for live sockets)."""
+    return await ctx.revocations.is_revoked(token_id)

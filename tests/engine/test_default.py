@@ -1,0 +1,343 @@
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from contextlib import asynccontextmanager
+
+import anyio
+import numpy as np
+import pytest
+
+from parley.engine import (
+    AssistantEndedConversation,
+    AssistantFinishedSpeaking,
+    AssistantStartedSpeaking,
+    AudioChunk,
+    AudioChunkTooLong,
+    AudioFormat,
+    ConversationEngine,
+    DefaultEngineFactory,
+    EndConversation,
+    EngineClosed,
+    EngineEvent,
+    EngineFactory,
+    EngineSettings,
+    EngineWarning,
+    HibariSynthesizer,
+    InputText,
+    InterruptedResponse,
+    ReplyPart,
+    ReplyRequest,
+    SessionConfig,
+    Synthesizer,
+    TooManyPendingResponses,
+    Transcript,
+    Turn,
+    UserFinishedSpeaking,
+    UserStartedSpeaking,
+    Utterance,
+)
+from parley.engine.audio import decode
+
+MakeChunks = Callable[..., list[bytes]]
+SILENCE, LOUD = 0.0, 0.3
+FAST = EngineSettings(playback_lead_s=None)
+
+
+class Recorder:
+    """Consumes an engine's events in the background and waits for a given kind."""
+
+    def __init__(self) -> None:
+        self.events: list[EngineEvent] = []
+        self._changed = anyio.Event()
+
+    async def consume(self, engine: ConversationEngine) -> None:
+        async for event in engine.events():
+            self.events.append(event)
+            self._changed.set()
+            self._changed = anyio.Event()
+
+    async def wait_for(self, kind: type[EngineEvent], count: int = 1) -> None:
+        with anyio.fail_after(10):
+            while sum(isinstance(event, kind) for event in self.events) < count:
+                await self._changed.wait()
+
+    def sentences(self) -> list[str]:
+        return [e.text for e in self.events if isinstance(e, AudioChunk) and e.text]
+
+    def kinds(self) -> list[type[EngineEvent]]:
+        kinds: list[type[EngineEvent]] = []
+        for event in self.events:
+            if not (kinds and kinds[-1] is AudioChunk is type(event)):
+                kinds.append(type(event))
+        return kinds
+
+
+@asynccontextmanager
+async def running(
+    synthesizer: Synthesizer, config: SessionConfig, settings: EngineSettings = FAST
+) -> AsyncIterator[tuple[ConversationEngine, Recorder]]:
+    recorder = Recorder()
+    factory: EngineFactory = DefaultEngineFactory(synthesizer, settings=settings)
+    async with factory.create(config) as engine, anyio.create_task_group() as group:
+        group.start_soon(recorder.consume, engine)
+        yield engine, recorder
+        await engine.close()
+
+
+TURN_KINDS = [
+    UserStartedSpeaking,
+    UserFinishedSpeaking,
+    InputText,
+    AssistantStartedSpeaking,
+    AudioChunk,
+    AssistantFinishedSpeaking,
+]
+
+
+@pytest.mark.anyio
+async def test_engine_full_turn_events_in_order(
+    tone_synthesizer: Synthesizer, config: SessionConfig, make_chunks: MakeChunks
+) -> None:
+    async with running(tone_synthesizer, config) as (engine, recorder):
+        for chunk in make_chunks(config.input_format, (SILENCE, 300), (LOUD, 600), (SILENCE, 900)):
+            await engine.feed_audio(chunk)
+        await recorder.wait_for(AssistantFinishedSpeaking)
+    assert recorder.kinds() == TURN_KINDS
+    assert InputText("[speech 0.6 s]", "en") in recorder.events
+    chunks = [event for event in recorder.events if isinstance(event, AudioChunk)]
+    assert chunks[0].text.startswith("I heard you, but I cannot make out words yet.")
+    assert all(len(chunk.audio) <= 3200 for chunk in chunks)  # 100 ms of pcm_16000
+
+
+@pytest.mark.anyio
+async def test_engine_full_turn_real_voice_mulaw_audio(
+    hibari: HibariSynthesizer, config: SessionConfig, make_chunks: MakeChunks
+) -> None:
+    config = dataclasses.replace(
+        config, input_format=AudioFormat.MULAW_8000, output_format=AudioFormat.MULAW_8000
+    )
+    async with running(hibari, config) as (engine, recorder):
+        for chunk in make_chunks(config.input_format, (SILENCE, 300), (LOUD, 600), (SILENCE, 900)):
+            await engine.feed_audio(chunk)
+        await recorder.wait_for(AssistantFinishedSpeaking)
+    assert recorder.kinds() == TURN_KINDS
+    audio = b"".join(event.audio for event in recorder.events if isinstance(event, AudioChunk))
+    speech = decode(AudioFormat.MULAW_8000, audio)
+    assert speech.size / 8000 > 2.0
+    assert float(np.sqrt(np.mean(speech**2))) > 0.01
+
+
+@pytest.mark.anyio
+async def test_engine_welcome_message_spoken_first(
+    tone_synthesizer: Synthesizer, config: SessionConfig
+) -> None:
+    config = dataclasses.replace(config, welcome_message="Welcome to Acme. How can I help?")
+    async with running(tone_synthesizer, config) as (_, recorder):
+        await recorder.wait_for(AssistantFinishedSpeaking)
+    texts = recorder.sentences()
+    assert texts == ["Welcome to Acme.", "How can I help?"]
+
+
+@pytest.mark.anyio
+async def test_engine_say_speaks_exact_text(
+    tone_synthesizer: Synthesizer, config: SessionConfig
+) -> None:
+    async with running(tone_synthesizer, config) as (engine, recorder):
+        await engine.say("Your order ships today. Anything else?")
+        await recorder.wait_for(AssistantFinishedSpeaking)
+    texts = recorder.sentences()
+    assert " ".join(texts) == "Your order ships today. Anything else?"
+
+
+@pytest.mark.anyio
+async def test_engine_generate_reply_user_message_answered(
+    tone_synthesizer: Synthesizer, config: SessionConfig
+) -> None:
+    async with running(tone_synthesizer, config) as (engine, recorder):
+        await engine.update_system_prompt("You are a pizza chef.")
+        await engine.generate_reply(user_message="Do you deliver?")
+        await recorder.wait_for(AssistantFinishedSpeaking)
+    texts = recorder.sentences()
+    assert texts == ["You said: Do you deliver.", "As a pizza chef, I am here to help."]
+
+
+@pytest.mark.anyio
+async def test_engine_goodbye_ends_conversation(
+    tone_synthesizer: Synthesizer, config: SessionConfig
+) -> None:
+    async with running(tone_synthesizer, config) as (engine, recorder):
+        await engine.generate_reply(user_message="Thanks, bye!")
+        await recorder.wait_for(AssistantEndedConversation)
+    assert recorder.kinds()[-2:] == [AssistantFinishedSpeaking, AssistantEndedConversation]
+
+
+@pytest.mark.anyio
+async def test_engine_user_speaks_over_assistant_response_interrupted(
+    tone_synthesizer: Synthesizer, config: SessionConfig, make_chunks: MakeChunks
+) -> None:
+    paced = EngineSettings(playback_lead_s=0.05)
+    long_text = "First sentence here. " + "Many more words follow in this second one. " * 4
+    async with running(tone_synthesizer, config, paced) as (engine, recorder):
+        await engine.say(long_text)
+        await engine.say("This queued one is dropped.")
+        await recorder.wait_for(AudioChunk)
+        for chunk in make_chunks(config.input_format, (SILENCE, 300), (LOUD, 200)):
+            await engine.feed_audio(chunk)
+        await recorder.wait_for(InterruptedResponse)
+        await anyio.sleep(0.3)
+    assert recorder.kinds() == [
+        AssistantStartedSpeaking,
+        AudioChunk,
+        UserStartedSpeaking,
+        InterruptedResponse,
+    ]
+    interrupted = recorder.events[-1]
+    assert interrupted == InterruptedResponse("First sentence here.")
+
+
+@pytest.mark.anyio
+async def test_engine_paced_response_lasts_its_playback_time(
+    tone_synthesizer: Synthesizer, config: SessionConfig
+) -> None:
+    paced = EngineSettings(playback_lead_s=0.05)
+    async with running(tone_synthesizer, config, paced) as (engine, recorder):
+        start = anyio.current_time()
+        await engine.say("one two three four five six seven eight nine ten")  # 0.6 s of tone
+        await recorder.wait_for(AssistantFinishedSpeaking)
+        elapsed = anyio.current_time() - start
+    assert 0.55 <= elapsed < 2.0
+
+
+@pytest.mark.anyio
+async def test_engine_muted_speech_ignored(
+    tone_synthesizer: Synthesizer, config: SessionConfig, make_chunks: MakeChunks
+) -> None:
+    async with running(tone_synthesizer, config) as (engine, recorder):
+        await engine.mute()
+        for chunk in make_chunks(config.input_format, (LOUD, 600), (SILENCE, 900)):
+            await engine.feed_audio(chunk)
+        await engine.unmute()
+        await anyio.sleep(0.05)
+    assert recorder.events == []
+
+
+@pytest.mark.anyio
+async def test_engine_mute_mid_speech_finishes_turn(
+    tone_synthesizer: Synthesizer, config: SessionConfig, make_chunks: MakeChunks
+) -> None:
+    async with running(tone_synthesizer, config) as (engine, recorder):
+        for chunk in make_chunks(config.input_format, (SILENCE, 200), (LOUD, 400)):
+            await engine.feed_audio(chunk)
+        await engine.mute()
+        await recorder.wait_for(InputText)
+    assert recorder.kinds()[:3] == [UserStartedSpeaking, UserFinishedSpeaking, InputText]
+
+
+@pytest.mark.anyio
+async def test_engine_unknown_voice_warns_and_speaks(
+    tone_synthesizer: Synthesizer, config: SessionConfig
+) -> None:
+    config = dataclasses.replace(config, voice_id="nobody", welcome_message="Hi.")
+    async with running(tone_synthesizer, config) as (_, recorder):
+        await recorder.wait_for(AssistantFinishedSpeaking)
+    warning = recorder.events[0]
+    assert isinstance(warning, EngineWarning)
+    assert warning.code == "voice_not_available"
+    assert "'nobody'" in warning.message
+    assert AudioChunk in recorder.kinds()
+
+
+@pytest.mark.anyio
+async def test_engine_chunk_over_40_ms_rejected_engine_keeps_running(
+    tone_synthesizer: Synthesizer, config: SessionConfig
+) -> None:
+    async with running(tone_synthesizer, config) as (engine, recorder):
+        with pytest.raises(AudioChunkTooLong):
+            await engine.feed_audio(bytes(2 * 16 * 41))
+        await engine.say("Still here.")
+        await recorder.wait_for(AssistantFinishedSpeaking)
+
+
+@pytest.mark.anyio
+async def test_engine_input_after_close_raises(
+    tone_synthesizer: Synthesizer, config: SessionConfig
+) -> None:
+    async with running(tone_synthesizer, config) as (engine, _):
+        await engine.close()
+        with pytest.raises(EngineClosed):
+            await engine.say("Too late.")
+
+
+@pytest.mark.anyio
+async def test_engine_real_synthesis_event_loop_keeps_ticking(
+    hibari: HibariSynthesizer, config: SessionConfig
+) -> None:
+    await hibari.warm_up()
+    ticks = 0
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await anyio.sleep(0.002)
+
+    async with running(hibari, config) as (engine, recorder), anyio.create_task_group() as group:
+        group.start_soon(ticker)
+        await engine.say(
+            "This paragraph is long enough to keep the synthesizer busy for a while. "
+            "Meanwhile, the event loop must keep serving the other tasks of the process."
+        )
+        await recorder.wait_for(AssistantFinishedSpeaking)
+        group.cancel_scope.cancel()
+    assert ticks >= 10  # about 70 ms of synthesis; a blocked loop ticks once per sentence
+
+
+@pytest.mark.anyio
+async def test_engine_too_many_queued_responses_refused(
+    tone_synthesizer: Synthesizer, config: SessionConfig
+) -> None:
+    settings = EngineSettings(playback_lead_s=None, max_pending_responses=2)
+    async with running(tone_synthesizer, config, settings) as (engine, _):
+        await engine.say("One.")
+        await engine.say("Two.")
+        with pytest.raises(TooManyPendingResponses):
+            await engine.say("Three.")
+
+
+class EchoRecognizer:
+    sample_rate = 8_000
+
+    async def transcribe(self, utterance: Utterance, *, language: str) -> Transcript:
+        return Transcript(f"I spoke for {utterance.speech_seconds:.1f} seconds", language)
+
+
+class TokenReplies:
+    """Streams its reply in pieces that do not follow sentence boundaries, like an LLM."""
+
+    def greeting(self, config: SessionConfig) -> str | None:
+        return config.welcome_message
+
+    async def reply(self, request: ReplyRequest) -> AsyncGenerator[ReplyPart, None]:
+        assert request.history[-1] == Turn("user", request.user_message or "")
+        for piece in ("Hel", "lo there. How", " are you", "? Bye."):
+            yield piece
+        yield EndConversation()
+
+
+@pytest.mark.anyio
+async def test_engine_plugged_recognizer_and_replies_used(
+    tone_synthesizer: Synthesizer, config: SessionConfig, make_chunks: MakeChunks
+) -> None:
+    factory = DefaultEngineFactory(
+        tone_synthesizer, recognizer=EchoRecognizer(), replies=TokenReplies(), settings=FAST
+    )
+    recorder = Recorder()
+    async with factory.create(config) as engine, anyio.create_task_group() as group:
+        group.start_soon(recorder.consume, engine)
+        for chunk in make_chunks(config.input_format, (SILENCE, 300), (LOUD, 600), (SILENCE, 900)):
+            await engine.feed_audio(chunk)
+        await recorder.wait_for(AssistantEndedConversation)
+        await engine.close()
+    assert InputText("I spoke for 0.6 seconds", "en") in recorder.events
+    assert recorder.sentences() == ["Hello there.", "How are you?", "Bye."]
