@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -9,6 +11,7 @@ from typing import Any
 from fastapi import FastAPI
 
 from parley import __version__
+from parley.api import ws
 from parley.api.errors import install_error_handlers
 from parley.api.middleware import AccessLogMiddleware, BodyLimitMiddleware
 from parley.api.openapi import build_openapi
@@ -23,6 +26,7 @@ from parley.api.routes import (
 )
 from parley.clock import Clock, SystemClock
 from parley.config import Settings
+from parley.engine import EngineFactory, load_engine_factory
 from parley.services.runtime import RuntimeOptions, open_context
 
 DESCRIPTION = (
@@ -31,14 +35,22 @@ DESCRIPTION = (
 )
 
 
-def create_app(settings: Settings, *, clock: Clock | None = None) -> FastAPI:
+def create_app(
+    settings: Settings, *, clock: Clock | None = None, engine_factory: EngineFactory | None = None
+) -> FastAPI:
     """Build the ASGI application; resources open in its lifespan, not at import."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         async with open_context(runtime_options(settings), clock=clock or SystemClock()) as ctx:
             app.state.context = ctx
-            yield
+            app.state.engine_factory = engine_factory or load_engine_factory()
+            # The voice loads once per process; warm it while the first requests arrive.
+            warming = asyncio.create_task(app.state.engine_factory.warm_up())
+            try:
+                yield
+            finally:
+                warming.cancel()
 
     app = FastAPI(
         title="Parley",
@@ -58,6 +70,7 @@ def create_app(settings: Settings, *, clock: Clock | None = None) -> FastAPI:
         auth_jwt.router,
         session_tokens.router,
         conversations.router,
+        ws.router,
     )
     for router in routers:
         app.include_router(router)
@@ -85,6 +98,20 @@ def runtime_options(settings: Settings) -> RuntimeOptions:
     )
 
 
+class _DenialIsNotAnError(logging.Filter):
+    """Drop uvicorn's error line for a WebSocket refused with an HTTP answer.
+
+    uvicorn's websockets-sansio protocol sends the `websocket.http.response` denial
+    correctly but then logs "ASGI callable returned without completing handshake", since it
+    counts only an accepted or closed socket as complete. A refused handshake is Parley's
+    normal answer to a bad credential (API.md section 8), not a server error.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "returned without completing handshake" not in record.getMessage()
+
+
 def create_app_from_env() -> FastAPI:
     """Build the app from the environment: the factory uvicorn workers call."""
+    logging.getLogger("uvicorn.error").addFilter(_DenialIsNotAnError())
     return create_app(Settings())

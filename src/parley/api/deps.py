@@ -5,15 +5,16 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import Depends, Path, Query, Request
+from starlette.requests import HTTPConnection
 
 from parley.services import Context, Principal, authenticate
 from parley.services.authn import bearer_credential
 from parley.services.paging import MAX_PAGE_SIZE
 
 
-def get_context(request: Request) -> Context:
+def get_context(connection: HTTPConnection) -> Context:
     """Return the services' context built by the app's lifespan."""
-    context: Context = request.app.state.context
+    context: Context = connection.app.state.context
     return context
 
 

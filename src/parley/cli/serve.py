@@ -8,6 +8,7 @@ import logging
 import typer
 import uvicorn
 
+from parley.api.ws import MAX_MESSAGE_BYTES
 from parley.cli.common import load_settings, migrate_database, run_with_context
 from parley.services import Context, orgs
 
@@ -48,6 +49,9 @@ def serve(
         workers=workers,
         loop="uvloop",
         http="httptools",
+        ws="websockets-sansio",
+        # API.md section 8: a frame over 1 MiB closes the socket with 1009.
+        ws_max_size=MAX_MESSAGE_BYTES,
         access_log=False,
         proxy_headers=False,
         server_header=False,

@@ -13,15 +13,17 @@ from parley.db.tables import ConversationRow
 from parley.errors import (
     AgentDisabled,
     AgentNotFound,
+    ConversationEnded,
     ConversationExists,
     ConversationNotFound,
     ProjectNotFound,
     ValidationFailed,
 )
 from parley.ids import looks_like_id, new_id
-from parley.records import Conversation
+from parley.records import Agent, Conversation, Page
 from parley.services.context import Context
 from parley.services.orgs import MAIN_PROJECT
+from parley.services.paging import page_of
 
 CONVERSATION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}")
 CONVERSATION_ID_RULE = (
@@ -85,3 +87,166 @@ async def get_conversation(ctx: Context, *, org_id: str, conversation_id: str) -
         if row is None:
             raise ConversationNotFound()
         return await conversation_repo.load(session, row)
+
+
+async def list_conversations(
+    ctx: Context,
+    *,
+    org_id: str,
+    project: str | None,
+    agent: str | None,
+    only_ids: frozenset[str] | None,
+    cursor: str | None,
+    limit: int,
+) -> Page[Conversation]:
+    """List conversations, oldest first; `only_ids` restricts a session token's view."""
+    async with ctx.db.transaction() as session:
+        agent_id = None
+        if agent is not None:
+            project_row = None
+            if not looks_like_id(agent, "agent"):
+                try:
+                    project_row = await project_repo.resolve(
+                        session, org_id, project or MAIN_PROJECT
+                    )
+                except ProjectNotFound:
+                    raise AgentNotFound() from None
+            agent_id = (await agent_repo.find(session, org_id, agent, project=project_row)).id
+        found = await conversation_repo.list_page(
+            session,
+            org_id,
+            project=project,
+            agent_id=agent_id,
+            only_ids=sorted(only_ids) if only_ids is not None else None,
+            cursor=cursor,
+            limit=limit,
+        )
+    return page_of(found, limit=limit)
+
+
+async def end_conversation(ctx: Context, *, org_id: str, conversation_id: str) -> None:
+    """End a conversation (idempotent); its live WebSocket closes with 1000."""
+    async with ctx.db.transaction() as session:
+        row = await conversation_repo.get_row(session, org_id, conversation_id, for_update=True)
+        if row is None:
+            raise ConversationNotFound()
+        if row.status != "ended":
+            row.status = "ended"
+            row.ended_at = utcnow(ctx.clock)
+    await ctx.revocations.revoke(
+        ended_marker(org_id, conversation_id), expires_at=ctx.clock.time() + 86_400
+    )
+
+
+def ended_marker(org_id: str, conversation_id: str) -> str:
+    """The Revocations key that tells live sockets on every instance a conversation ended."""
+    return f"conversation-ended:{org_id}:{conversation_id}"
+
+
+async def start_live(
+    ctx: Context,
+    *,
+    org_id: str,
+    conversation_id: str | None,
+    create_if_missing: bool,
+    agent: str,
+    project: str | None,
+    end_user: str | None,
+) -> tuple[Conversation, Agent]:
+    """Bind a conversation to its agent and make it live (the WebSocket's `config`).
+
+    With `create_if_missing` (a JWT's conversation), an unknown ID is created; otherwise
+    `conversation_id` must name a `pending` conversation, or be None for a new one.
+    Raises AgentDisabled for a disabled agent (spec section 3, rule 1).
+    """
+    now = utcnow(ctx.clock)
+    async with ctx.db.transaction(conversation_repo.UNIQUE_VIOLATIONS) as session:
+        project_row = None
+        if not looks_like_id(agent, "agent"):
+            try:
+                project_row = await project_repo.resolve(session, org_id, project or MAIN_PROJECT)
+            except ProjectNotFound:
+                raise AgentNotFound() from None
+        agent_row = await agent_repo.find(
+            session, org_id, agent, project=project_row, for_update=True
+        )
+        if agent_row.disabled_at is not None:
+            raise AgentDisabled("The agent is disabled: it cannot start conversations.")
+        agent_record = await agent_repo.load(session, agent_row)
+        row = None
+        if conversation_id is not None:
+            row = await conversation_repo.get_row(session, org_id, conversation_id, for_update=True)
+            if row is None and not create_if_missing:
+                raise ConversationNotFound()
+        if row is None:
+            row = ConversationRow(
+                org_id=org_id,
+                id=conversation_id or new_id("conv"),
+                agent_id=agent_row.id,
+                project_name=agent_record.project,
+                status="live",
+                end_user=end_user,
+                external_id=None,
+                started_at=now,
+                ended_at=None,
+                created_at=now,
+            )
+            await conversation_repo.insert(session, row)
+        else:
+            if row.status == "ended":
+                raise ConversationEnded()
+            if row.status == "live" and not create_if_missing:
+                raise ConversationExists("The conversation is already live.")
+            if row.agent_id not in (None, agent_row.id):
+                raise ValidationFailed(param_errors={"agent": "is not the conversation's agent"})
+            row.agent_id = agent_row.id
+            row.project_name = agent_record.project
+            row.status = "live"
+            row.started_at = row.started_at or now
+            row.end_user = row.end_user or end_user
+        return await conversation_repo.load(session, row), agent_record
+
+
+async def check_can_open(ctx: Context, *, org_id: str, conversation_id: str) -> None:
+    """Refuse a handshake for a conversation that does not exist, or that has ended."""
+    async with ctx.db.transaction() as session:
+        row = await conversation_repo.get_row(session, org_id, conversation_id)
+    if row is None:
+        raise ConversationNotFound()
+    if row.status == "ended":
+        raise ConversationEnded()
+
+
+async def finish_live(ctx: Context, *, org_id: str, conversation_id: str) -> None:
+    """Mark a conversation ended when its socket closes."""
+    async with ctx.db.transaction() as session:
+        row = await conversation_repo.get_row(session, org_id, conversation_id, for_update=True)
+        if row is not None and row.status != "ended":
+            row.status = "ended"
+            row.ended_at = utcnow(ctx.clock)
+
+
+async def add_item(
+    ctx: Context, *, org_id: str, conversation_id: str, role: str, text: str
+) -> None:
+    """Store one utterance of the conversation."""
+    async with ctx.db.transaction() as session:
+        await conversation_repo.add_item(
+            session,
+            org_id=org_id,
+            conversation_id=conversation_id,
+            role=role,
+            text=text,
+            at=utcnow(ctx.clock),
+        )
+
+
+async def set_external_id(
+    ctx: Context, *, org_id: str, conversation_id: str, external_id: str
+) -> None:
+    """Attach the customer's own reference to a conversation."""
+    async with ctx.db.transaction() as session:
+        row = await conversation_repo.get_row(session, org_id, conversation_id, for_update=True)
+        if row is None:
+            raise ConversationNotFound()
+        row.external_id = external_id

@@ -2,11 +2,28 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from typing import Annotated
+
+from fastapi import APIRouter, Query
 
 from parley.api.convert import conversation_out
-from parley.api.deps import ApiKeyPrincipal, ConversationId, ConversationPrincipal, Ctx
-from parley.api.schemas import ConversationCreate, ConversationEnvelope, error_responses
+from parley.api.deps import (
+    AnyPrincipal,
+    ApiKeyPrincipal,
+    ConversationId,
+    ConversationPrincipal,
+    Ctx,
+    CursorParam,
+    LimitParam,
+    ProjectParam,
+)
+from parley.api.schemas import (
+    ConversationCreate,
+    ConversationEnvelope,
+    ConversationList,
+    SuccessOut,
+    error_responses,
+)
 from parley.errors import InsufficientScope
 from parley.services import conversations
 
@@ -31,6 +48,43 @@ async def create_conversation(
         conversation_id=body.id,
     )
     return ConversationEnvelope(conversation=conversation_out(conversation))
+
+
+@router.get("", response_model=ConversationList, responses=error_responses(400, 401, 403, 404, 503))
+async def list_conversations(
+    ctx: Ctx,
+    principal: AnyPrincipal,
+    project: ProjectParam = None,
+    agent: Annotated[str | None, Query(description="Agent name or ID.")] = None,
+    cursor: CursorParam = None,
+    limit: LimitParam = 100,
+) -> ConversationList:
+    """List conversations, oldest first (a restricted session token sees only its own)."""
+    principal.require("api_key", "session_token")
+    page = await conversations.list_conversations(
+        ctx,
+        org_id=principal.org_id,
+        project=project,
+        agent=agent,
+        only_ids=principal.conversation_ids,
+        cursor=cursor,
+        limit=limit,
+    )
+    return ConversationList(
+        conversations=[conversation_out(c) for c in page.items], next_cursor=page.next_cursor
+    )
+
+
+@router.post("/{id}/end", response_model=SuccessOut, responses=error_responses(401, 403, 404, 503))
+async def end_conversation(
+    ctx: Ctx, principal: ConversationPrincipal, conversation_id: ConversationId
+) -> SuccessOut:
+    """End a conversation; its live WebSocket closes with 1000."""
+    principal.require("api_key")
+    await conversations.end_conversation(
+        ctx, org_id=principal.org_id, conversation_id=conversation_id
+    )
+    return SuccessOut(success=True)
 
 
 @router.get(
