@@ -35,7 +35,7 @@ from parley.services import live
 log = logging.getLogger("parley.ws")
 router = APIRouter()
 
-MAX_MESSAGE_BYTES = 1024 * 1024
+MAX_MESSAGE_BYTES = live.MAX_MESSAGE_BYTES
 Text = Annotated[str, StringConstraints(max_length=20_000)]
 
 

@@ -8,9 +8,9 @@ import logging
 import typer
 import uvicorn
 
-from parley.api.ws import MAX_MESSAGE_BYTES
 from parley.cli.common import load_settings, migrate_database, run_with_context
 from parley.services import Context, orgs
+from parley.services.live import MAX_MESSAGE_BYTES
 
 
 def serve(

@@ -42,6 +42,8 @@ log = logging.getLogger(__name__)
 WATCH_INTERVAL_SECONDS = 0.5
 """How often a live socket checks revocation, expiry and an ended conversation (< 2 s)."""
 CONFIG_TIMEOUT_SECONDS = 10.0
+MAX_MESSAGE_BYTES = 1024 * 1024
+"""API.md section 8: a client frame over 1 MiB closes the socket with 1009."""
 
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 Close = Callable[[int, str], Awaitable[None]]
