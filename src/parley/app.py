@@ -35,6 +35,22 @@ DESCRIPTION = (
 )
 
 
+class _DenialIsNotAnError(logging.Filter):
+    """Drop uvicorn's error line for a WebSocket refused with an HTTP answer.
+
+    uvicorn's websockets-sansio protocol sends the `websocket.http.response` denial
+    correctly but then logs "ASGI callable returned without completing handshake", since it
+    counts only an accepted or closed socket as complete. A refused handshake is Parley's
+    normal answer to a bad credential (API.md section 8), not a server error.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "returned without completing handshake" not in record.getMessage()
+
+
+_DENIAL_FILTER = _DenialIsNotAnError()
+
+
 def create_app(
     settings: Settings, *, clock: Clock | None = None, engine_factory: EngineFactory | None = None
 ) -> FastAPI:
@@ -62,6 +78,7 @@ def create_app(
         openapi_url="/openapi.json",
     )
     install_error_handlers(app)
+    logging.getLogger("uvicorn.error").addFilter(_DENIAL_FILTER)  # adding it twice is a no-op
     routers = (
         health.router,
         api_keys.router,
@@ -98,20 +115,6 @@ def runtime_options(settings: Settings) -> RuntimeOptions:
     )
 
 
-class _DenialIsNotAnError(logging.Filter):
-    """Drop uvicorn's error line for a WebSocket refused with an HTTP answer.
-
-    uvicorn's websockets-sansio protocol sends the `websocket.http.response` denial
-    correctly but then logs "ASGI callable returned without completing handshake", since it
-    counts only an accepted or closed socket as complete. A refused handshake is Parley's
-    normal answer to a bad credential (API.md section 8), not a server error.
-    """
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return "returned without completing handshake" not in record.getMessage()
-
-
 def create_app_from_env() -> FastAPI:
     """Build the app from the environment: the factory uvicorn workers call."""
-    logging.getLogger("uvicorn.error").addFilter(_DenialIsNotAnError())
     return create_app(Settings())
