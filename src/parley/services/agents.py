@@ -58,7 +58,7 @@ async def create_agent(ctx: Context, *, org_id: str, project: str | None, spec: 
 async def get_agent(ctx: Context, *, org_id: str, ref: str, project: str | None) -> Agent:
     """Return the agent named (in `project`, default `main`) or identified by `ref`."""
     async with ctx.db.transaction() as session:
-        return await agent_repo.load(session, await _find(session, org_id, ref, project))
+        return await agent_repo.load(session, await find_agent_row(session, org_id, ref, project))
 
 
 async def list_agents(
@@ -78,7 +78,7 @@ async def update_agent(
 ) -> Agent:
     """Apply a partial update; refused with AgentDisabled while the agent is disabled."""
     async with ctx.db.transaction(UNIQUE_VIOLATIONS) as session:
-        row = await _find(session, org_id, ref, project, for_update=True)
+        row = await find_agent_row(session, org_id, ref, project, for_update=True)
         if row.disabled_at is not None:
             raise AgentDisabled("The agent is disabled: it cannot be updated.")
         if not isinstance(patch.name, Unset) and patch.name != row.name:
@@ -93,13 +93,13 @@ async def update_agent(
 async def delete_agent(ctx: Context, *, org_id: str, ref: str, project: str | None) -> None:
     """Delete an agent and release its phone numbers."""
     async with ctx.db.transaction() as session:
-        await agent_repo.delete_row(session, await _find(session, org_id, ref, project))
+        await agent_repo.delete_row(session, await find_agent_row(session, org_id, ref, project))
 
 
 async def disable_agent(ctx: Context, *, org_id: str, ref: str, project: str | None) -> None:
     """Disable an agent (idempotent): it starts no conversation and takes no update."""
     async with ctx.db.transaction() as session:
-        row = await _find(session, org_id, ref, project, for_update=True)
+        row = await find_agent_row(session, org_id, ref, project, for_update=True)
         if row.disabled_at is None:
             await agent_repo.set_disabled(session, row, at=utcnow(ctx.clock))
 
@@ -107,7 +107,7 @@ async def disable_agent(ctx: Context, *, org_id: str, ref: str, project: str | N
 async def enable_agent(ctx: Context, *, org_id: str, ref: str, project: str | None) -> None:
     """Enable an agent again (idempotent)."""
     async with ctx.db.transaction() as session:
-        row = await _find(session, org_id, ref, project, for_update=True)
+        row = await find_agent_row(session, org_id, ref, project, for_update=True)
         if row.disabled_at is not None:
             await agent_repo.set_enabled(session, row, at=utcnow(ctx.clock))
 
@@ -122,7 +122,7 @@ async def release_phone_numbers(
 ) -> Agent:
     """Release some (or, with None, all) of an agent's numbers; allowed while disabled."""
     async with ctx.db.transaction() as session:
-        row = await _find(session, org_id, ref, project, for_update=True)
+        row = await find_agent_row(session, org_id, ref, project, for_update=True)
         current = (await agent_repo.phone_numbers_of(session, [row.id])).get(row.id, [])
         if numbers is None:
             keep: list[str] = []
@@ -139,7 +139,7 @@ async def release_phone_numbers(
         return await agent_repo.load(session, row)
 
 
-async def _find(
+async def find_agent_row(
     session: AsyncSession,
     org_id: str,
     ref: str,

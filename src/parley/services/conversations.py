@@ -8,21 +8,18 @@ import re
 from parley.clock import utcnow
 from parley.db.repos import agents as agent_repo
 from parley.db.repos import conversations as conversation_repo
-from parley.db.repos import projects as project_repo
 from parley.db.tables import ConversationRow
 from parley.errors import (
     AgentDisabled,
-    AgentNotFound,
     ConversationEnded,
     ConversationExists,
     ConversationNotFound,
-    ProjectNotFound,
     ValidationFailed,
 )
-from parley.ids import looks_like_id, new_id
+from parley.ids import new_id
 from parley.records import Agent, Conversation, Page
+from parley.services.agents import find_agent_row
 from parley.services.context import Context
-from parley.services.orgs import MAIN_PROJECT
 from parley.services.paging import page_of
 
 CONVERSATION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}")
@@ -51,13 +48,7 @@ async def create_conversation(
     if conversation_id is not None:
         check_conversation_id(conversation_id)
     async with ctx.db.transaction(conversation_repo.UNIQUE_VIOLATIONS) as session:
-        project_row = None
-        if not looks_like_id(agent, "agent"):
-            try:
-                project_row = await project_repo.resolve(session, org_id, project or MAIN_PROJECT)
-            except ProjectNotFound:
-                raise AgentNotFound() from None
-        agent_row = await agent_repo.find(session, org_id, agent, project=project_row)
+        agent_row = await find_agent_row(session, org_id, agent, project)
         if agent_row.disabled_at is not None:
             raise AgentDisabled("The agent is disabled: it cannot start conversations.")
         new = conversation_id or new_id("conv")
@@ -103,15 +94,7 @@ async def list_conversations(
     async with ctx.db.transaction() as session:
         agent_id = None
         if agent is not None:
-            project_row = None
-            if not looks_like_id(agent, "agent"):
-                try:
-                    project_row = await project_repo.resolve(
-                        session, org_id, project or MAIN_PROJECT
-                    )
-                except ProjectNotFound:
-                    raise AgentNotFound() from None
-            agent_id = (await agent_repo.find(session, org_id, agent, project=project_row)).id
+            agent_id = (await find_agent_row(session, org_id, agent, project)).id
         found = await conversation_repo.list_page(
             session,
             org_id,
@@ -161,15 +144,7 @@ async def start_live(
     """
     now = utcnow(ctx.clock)
     async with ctx.db.transaction(conversation_repo.UNIQUE_VIOLATIONS) as session:
-        project_row = None
-        if not looks_like_id(agent, "agent"):
-            try:
-                project_row = await project_repo.resolve(session, org_id, project or MAIN_PROJECT)
-            except ProjectNotFound:
-                raise AgentNotFound() from None
-        agent_row = await agent_repo.find(
-            session, org_id, agent, project=project_row, for_update=True
-        )
+        agent_row = await find_agent_row(session, org_id, agent, project, for_update=True)
         if agent_row.disabled_at is not None:
             raise AgentDisabled("The agent is disabled: it cannot start conversations.")
         agent_record = await agent_repo.load(session, agent_row)
