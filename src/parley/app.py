@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -11,7 +10,7 @@ from typing import Any
 from fastapi import FastAPI
 
 from parley import __version__
-from parley.api import ws
+from parley.api import log_hygiene, ws
 from parley.api.errors import install_error_handlers
 from parley.api.middleware import AccessLogMiddleware, BodyLimitMiddleware
 from parley.api.openapi import build_openapi
@@ -33,22 +32,6 @@ DESCRIPTION = (
     "Parley hosts voice conversations between end users and configurable agents. "
     'Every error answers `{"error": {"message", "code"}}`.'
 )
-
-
-class _DenialIsNotAnError(logging.Filter):
-    """Drop uvicorn's error line for a WebSocket refused with an HTTP answer.
-
-    uvicorn's websockets-sansio protocol sends the `websocket.http.response` denial
-    correctly but then logs "ASGI callable returned without completing handshake", since it
-    counts only an accepted or closed socket as complete. A refused handshake is Parley's
-    normal answer to a bad credential (API.md section 8), not a server error.
-    """
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return "returned without completing handshake" not in record.getMessage()
-
-
-_DENIAL_FILTER = _DenialIsNotAnError()
 
 
 def create_app(
@@ -78,7 +61,7 @@ def create_app(
         openapi_url="/openapi.json",
     )
     install_error_handlers(app)
-    logging.getLogger("uvicorn.error").addFilter(_DENIAL_FILTER)  # adding it twice is a no-op
+    log_hygiene.install()
     routers = (
         health.router,
         api_keys.router,

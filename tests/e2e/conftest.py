@@ -69,7 +69,7 @@ async def server(app: FastAPI) -> AsyncIterator[Server]:
         host="127.0.0.1",
         port=0,
         lifespan="off",
-        log_level="warning",
+        log_level="info",
         ws="websockets-sansio",
         ws_max_size=2 * 1024 * 1024,
     )
