@@ -435,3 +435,67 @@ class _Shifted:
 
     def monotonic(self) -> float:
         return time.monotonic()
+
+
+@pytest.mark.parametrize(
+    ("overrides", "status", "code", "message"),
+    [
+        ({"aud": "elsewhere.example"}, 401, "invalid_audience", "invalid audience"),
+        (
+            {"extra_claims": {"nbf": int(time.time()) + 60}},
+            401,
+            "token_not_yet_valid",
+            "token not yet valid",
+        ),
+    ],
+    ids=["audience", "not-yet-valid"],
+)
+async def test_ws_jwt_table_rows_on_handshake(
+    server: Server,
+    customer: Customer,
+    overrides: dict[str, Any],
+    status: int,
+    code: str,
+    message: str,
+) -> None:
+    from parley.jwt import mint_token
+
+    claims: dict[str, Any] = {"aud": "parley.test", **overrides}
+    token = mint_token(
+        customer.private_key,
+        kid=customer.kid,
+        iss=customer.iss,
+        sub="u",
+        conversation_id="row",
+        **claims,
+    )
+    body = await expect_refusal(f"{server.ws}/v1/sts/ws?jwt={token}", status, code)
+    assert body["error"]["message"] == message
+
+
+async def test_ws_jwt_signed_by_unregistered_key_401(server: Server, customer: Customer) -> None:
+    from parley.jwt import generate_key_pair, mint_token
+
+    stranger = generate_key_pair("EdDSA", kid=customer.kid)
+    token = mint_token(
+        stranger.private_key_pem,
+        kid=customer.kid,
+        iss=customer.iss,
+        aud="parley.test",
+        sub="u",
+        conversation_id="forged",
+    )
+    body = await expect_refusal(f"{server.ws}/v1/sts/ws?jwt={token}", 401, "invalid_signature")
+    assert body["error"]["message"] == "invalid signature"
+
+
+async def test_ws_jwt_rate_limited_429_with_retry_after(server: Server, customer: Customer) -> None:
+    for _ in range(20):  # the default burst of (iss, sub, conversation_id)
+        async with connect(f"{server.ws}/v1/sts/ws?jwt={customer.jwt('busy')}"):
+            pass
+    with pytest.raises(InvalidStatus) as raised:
+        async with connect(f"{server.ws}/v1/sts/ws?jwt={customer.jwt('busy')}"):
+            pass
+    status_code, body = refused(raised.value)
+    assert (status_code, body["error"]["code"]) == (429, "rate_limited")
+    assert int(raised.value.response.headers["Retry-After"]) >= 1
