@@ -35,8 +35,3 @@ def test_classify_rejects_other_shapes() -> None:
     assert credentials.classify("parley_sk_" + "A" * 44) is None
     assert credentials.classify("hello") is None
     assert credentials.classify("a.b") is None
-
-
-def test_same_secret_compares() -> None:
-    assert credentials.same_secret("x", "x")
-    assert not credentials.same_secret("x", "y")

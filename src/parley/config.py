@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
 from urllib.parse import urlsplit
 
 from pydantic import Field, field_validator
@@ -77,8 +76,3 @@ def normalize_database_url(value: str) -> str:
     if scheme not in drivers:
         raise ValueError("PARLEY_DATABASE_URL must name SQLite or PostgreSQL")
     return f"{drivers[scheme]}://{rest}"
-
-
-def load_settings(**overrides: Any) -> Settings:
-    """Read the settings from the environment, with explicit overrides on top."""
-    return Settings(**overrides)

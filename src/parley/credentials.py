@@ -8,7 +8,6 @@ nothing, and lookup by hash means no comparison of secrets ever happens in Pytho
 from __future__ import annotations
 
 import hashlib
-import hmac
 import re
 import secrets
 from typing import Literal
@@ -41,11 +40,6 @@ def hash_secret(secret: str) -> str:
 def last4(secret: str) -> str:
     """Return the last four characters of a secret, shown in listings."""
     return secret[-4:]
-
-
-def same_secret(a: str, b: str) -> bool:
-    """Compare two secrets or hashes in constant time."""
-    return hmac.compare_digest(a.encode("utf-8"), b.encode("utf-8"))
 
 
 def classify(credential: str) -> CredentialKind | None:

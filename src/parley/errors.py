@@ -231,8 +231,3 @@ def all_error_classes() -> list[type[ParleyError]]:
         found.append(cls)
         stack.extend(cls.__subclasses__())
     return found
-
-
-def param_errors_of(errors: Mapping[str, str]) -> ValidationFailed:
-    """Build a ValidationFailed carrying the given field messages."""
-    return ValidationFailed(param_errors=errors)

@@ -6,10 +6,9 @@ from datetime import datetime
 from typing import Protocol, TypeVar
 
 from parley.db.pagination import MAX_PAGE_SIZE, encode_cursor
-from parley.errors import ValidationFailed
 from parley.records import Page
 
-__all__ = ["MAX_PAGE_SIZE", "check_limit", "page_of"]
+__all__ = ["MAX_PAGE_SIZE", "page_of"]
 
 
 class _Listed(Protocol):
@@ -21,13 +20,6 @@ class _Listed(Protocol):
 
 
 T = TypeVar("T", bound=_Listed)
-
-
-def check_limit(limit: int) -> int:
-    """Refuse a page size outside 1..100 (API.md section 9)."""
-    if not 1 <= limit <= MAX_PAGE_SIZE:
-        raise ValidationFailed(param_errors={"limit": f"must be between 1 and {MAX_PAGE_SIZE}"})
-    return limit
 
 
 def page_of(items: list[T], *, limit: int) -> Page[T]:

@@ -81,8 +81,3 @@ async def find_active(ctx: Context, secret: str) -> SessionToken | None:
     if token.expires_at.timestamp() <= ctx.clock.time():
         return None
     return token
-
-
-async def is_revoked(ctx: Context, token_id: str) -> bool:
-    """Tell whether a token was revoked (the shared store; for live sockets)."""
-    return await ctx.revocations.is_revoked(token_id)
