@@ -403,6 +403,23 @@ async def test_ws_full_turn_then_items_readable_with_each_credential(
     assert bodies[0]["status"] == "ended"
 
 
+async def test_ws_generate_reply_user_message_stored_as_user_item(
+    server: Server, customer: Customer
+) -> None:
+    async with connect(f"{server.ws}/v1/sts/ws?jwt={customer.jwt('typed-1')}") as ws:
+        await configure(ws, customer.agent)
+        await ws.send(json.dumps({"type": "generate_reply", "user_message": "  Where is it?  "}))
+        await receive_until(ws, "assistant_finished_speaking", within=30)
+        await ws.send(json.dumps({"type": "generate_reply", "system_message": "Re-engage."}))
+        await receive_until(ws, "assistant_finished_speaking", within=30)
+    response = await customer.api.get("/v1/conversations/typed-1")
+    assert response.status_code == 200, response.text
+    items = [(item["role"], item["text"]) for item in response.json()["conversation"]["items"]]
+    assert [role for role, _text in items] == ["user", "assistant", "assistant"]
+    assert items[0] == ("user", "Where is it?")
+    assert items[1][1].startswith("You said: Where is it")
+
+
 async def test_ws_query_string_never_logged(
     server: Server, customer: Customer, caplog: pytest.LogCaptureFixture
 ) -> None:

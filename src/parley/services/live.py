@@ -245,6 +245,8 @@ class LiveSession:
                 await live.say(text)
             case GenerateReply(user_message=user, system_message=system):
                 await live.generate_reply(user_message=user, system_message=system)
+                if user is not None:
+                    await self._store("user", user.strip())  # the user's typed words
             case UpdateSystemPrompt(system_prompt=prompt):
                 await live.update_system_prompt(prompt)
             case Mute(muted=True):
