@@ -40,7 +40,12 @@ def _distinct(values: list[str]) -> list[str]:
     return values
 
 
-Name = Annotated[str, AfterValidator(_name)]
+# The pattern is documentation only: `_name` checks it (and the ID shape) with our own message.
+Name = Annotated[
+    str,
+    AfterValidator(_name),
+    Field(json_schema_extra={"pattern": "^[a-z0-9][a-z0-9_-]{0,63}$", "maxLength": 64}),
+]
 PhoneNumber = Annotated[str, AfterValidator(_e164)]
 PhoneNumbers = Annotated[list[PhoneNumber], Field(max_length=20), AfterValidator(_distinct)]
 VoiceId = Annotated[str, StringConstraints(min_length=1, max_length=100)]
