@@ -341,3 +341,68 @@ async def test_engine_plugged_recognizer_and_replies_used(
         await engine.close()
     assert InputText("I spoke for 0.6 seconds", "en") in recorder.events
     assert recorder.sentences() == ["Hello there.", "How are you?", "Bye."]
+
+
+class FailingRecognizer:
+    sample_rate = 16_000
+
+    async def transcribe(self, utterance: Utterance, *, language: str) -> Transcript:  # noqa: ARG002 - the Recognizer protocol
+        raise RuntimeError("recognizer crashed")
+
+
+class FailingReplies:
+    """Starts a reply, then fails mid-stream; a `say` (no generator) still works."""
+
+    def greeting(self, config: SessionConfig) -> str | None:  # noqa: ARG002 - the protocol
+        return None
+
+    async def reply(self, request: ReplyRequest) -> AsyncGenerator[ReplyPart, None]:  # noqa: ARG002
+        yield "Let me check. "
+        raise RuntimeError("reply generator crashed")
+
+
+@pytest.mark.anyio
+async def test_engine_recognizer_failure_warns_and_conversation_goes_on(
+    tone_synthesizer: Synthesizer,
+    config: SessionConfig,
+    make_chunks: MakeChunks,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    factory = DefaultEngineFactory(tone_synthesizer, recognizer=FailingRecognizer(), settings=FAST)
+    recorder = Recorder()
+    async with factory.create(config) as engine, anyio.create_task_group() as group:
+        group.start_soon(recorder.consume, engine)
+        for chunk in make_chunks(config.input_format, (SILENCE, 300), (LOUD, 600), (SILENCE, 900)):
+            await engine.feed_audio(chunk)
+        await recorder.wait_for(EngineWarning)
+        await engine.say("Still here.")
+        await recorder.wait_for(AssistantFinishedSpeaking)
+        await engine.close()
+    warnings = [event for event in recorder.events if isinstance(event, EngineWarning)]
+    assert [warning.code for warning in warnings] == ["recognition_failed"]
+    assert not any(isinstance(event, InputText) for event in recorder.events)
+    assert recorder.sentences() == ["Still here."]
+    assert "speech recognition failed" in caplog.text
+    assert "recognizer crashed" in caplog.text  # the traceback is logged
+
+
+@pytest.mark.anyio
+async def test_engine_reply_failure_warns_finishes_turn_and_goes_on(
+    tone_synthesizer: Synthesizer, config: SessionConfig, caplog: pytest.LogCaptureFixture
+) -> None:
+    factory = DefaultEngineFactory(tone_synthesizer, replies=FailingReplies(), settings=FAST)
+    recorder = Recorder()
+    async with factory.create(config) as engine, anyio.create_task_group() as group:
+        group.start_soon(recorder.consume, engine)
+        await engine.generate_reply(user_message="Where is my order?")
+        await recorder.wait_for(EngineWarning)
+        await recorder.wait_for(AssistantFinishedSpeaking)
+        await engine.say("Sorry about that.")
+        await recorder.wait_for(AssistantFinishedSpeaking, count=2)
+        await engine.close()
+    warnings = [event for event in recorder.events if isinstance(event, EngineWarning)]
+    assert [warning.code for warning in warnings] == ["response_failed"]
+    assert recorder.sentences()[-1] == "Sorry about that."
+    assert recorder.kinds().count(AssistantStartedSpeaking) == 2
+    assert "a response failed" in caplog.text
+    assert "reply generator crashed" in caplog.text

@@ -13,18 +13,19 @@ from parley.db.database import Database
 from parley.jwt import JwksFetcher, KeyCache
 from parley.services.context import Context, JwtRuntime
 from parley.services.jwt_config import DatabaseKeySetStore, IssuerDirectory
-from parley.stores.base import RateLimiter, ReplayGuard, Revocations, Throttle
-from parley.stores.memory import (
+from parley.stores import (
     MemoryRateLimiter,
     MemoryReplayGuard,
     MemoryRevocations,
     MemoryThrottle,
-)
-from parley.stores.redis import (
+    RateLimiter,
     RedisRateLimiter,
     RedisReplayGuard,
     RedisRevocations,
     RedisThrottle,
+    ReplayGuard,
+    Revocations,
+    Throttle,
     connect_redis,
 )
 
