@@ -17,10 +17,10 @@ import statistics
 import time
 
 import anyio
+from parley.engine.tts import EspeakSynthesizer, HibariSynthesizer
 
 from parley.engine import AudioFormat, Synthesizer, SynthesizerUnavailable
 from parley.engine.audio import render
-from parley.engine.tts import EspeakSynthesizer, HibariSynthesizer
 
 SENTENCES = [
     "Hello, thanks for calling Acme support.",

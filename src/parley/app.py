@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -25,7 +24,14 @@ from parley.api.routes import (
 )
 from parley.clock import Clock, SystemClock
 from parley.config import Settings
-from parley.engine import EngineFactory, load_engine_factory
+from parley.engine import (
+    EngineFactory,
+    EngineOptions,
+    EngineSettings,
+    LlmOptions,
+    VadParams,
+    build_engine_factory,
+)
 from parley.services.runtime import RuntimeOptions, open_context
 
 DESCRIPTION = (
@@ -43,13 +49,16 @@ def create_app(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         async with open_context(runtime_options(settings), clock=clock or SystemClock()) as ctx:
             app.state.context = ctx
-            app.state.engine_factory = engine_factory or load_engine_factory()
-            # The voice loads once per process; warm it while the first requests arrive.
-            warming = asyncio.create_task(app.state.engine_factory.warm_up())
+            factory = engine_factory or build_engine_factory(engine_options(settings))
+            app.state.engine_factory = factory
+            # Models load before the server answers anything, /health included: ready means
+            # ready to hold a conversation.
+            await factory.warm_up()
             try:
                 yield
             finally:
-                warming.cancel()
+                if engine_factory is None:
+                    await factory.aclose()
 
     app = FastAPI(
         title="Parley",
@@ -95,6 +104,29 @@ def runtime_options(settings: Settings) -> RuntimeOptions:
         jwt_max_lifetime_seconds=settings.jwt_max_lifetime_seconds,
         jwt_rate_per_minute=settings.jwt_rate_per_minute,
         jwt_rate_burst=settings.jwt_rate_burst,
+    )
+
+
+def engine_options(settings: Settings) -> EngineOptions:
+    """Choose the engine's plug-ins and tuning from the configuration."""
+    llm = None
+    if settings.llm_base_url is not None and settings.llm_model is not None:
+        key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else ""
+        llm = LlmOptions(
+            base_url=settings.llm_base_url,
+            model=settings.llm_model,
+            api_key=key,
+            timeout_s=settings.llm_timeout_seconds,
+        )
+    vad = VadParams(
+        end_silence_ms=settings.vad_end_silence_ms, min_speech_ms=settings.vad_min_speech_ms
+    )
+    return EngineOptions(
+        stt=settings.stt,
+        stt_model=settings.stt_model,
+        stt_threads=settings.stt_threads,
+        llm=llm,
+        tuning=EngineSettings(vad=vad),
     )
 
 

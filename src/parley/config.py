@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Literal
 from urllib.parse import urlsplit
 
-from pydantic import Field, field_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///parley.db"
@@ -26,6 +28,33 @@ class Settings(BaseSettings):
     jwt_rate_per_minute: int = Field(default=60, ge=1, le=1_000_000)
     jwt_rate_burst: int = Field(default=20, ge=1, le=1_000_000)
     log_level: str = "info"
+
+    # The conversation engine (docs/engine.md).
+    stt: Literal["whisper", "none"] = "whisper"
+    stt_model: Path | None = None
+    stt_threads: int = Field(default=2, ge=1, le=64)
+    vad_end_silence_ms: int = Field(default=400, ge=100, le=5_000)
+    vad_min_speech_ms: int = Field(default=250, ge=96, le=5_000)
+    llm_base_url: str | None = None
+    llm_api_key: SecretStr | None = None
+    llm_model: str | None = None
+    llm_timeout_seconds: float = Field(default=20.0, gt=0, le=300)
+
+    @field_validator("llm_base_url")
+    @classmethod
+    def _llm_url(cls, value: str | None) -> str | None:
+        if value in (None, ""):
+            return None
+        parts = urlsplit(value)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError("PARLEY_LLM_BASE_URL must be an absolute http(s) URL")
+        return value.rstrip("/")
+
+    @model_validator(mode="after")
+    def _llm_needs_model(self) -> Settings:
+        if self.llm_base_url is not None and not self.llm_model:
+            raise ValueError("PARLEY_LLM_BASE_URL is set: set PARLEY_LLM_MODEL too")
+        return self
 
     @field_validator("database_url")
     @classmethod

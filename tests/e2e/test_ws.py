@@ -6,7 +6,6 @@ import asyncio
 import base64
 import json
 import logging
-import math
 import struct
 import time
 from typing import Any
@@ -16,27 +15,16 @@ import pytest
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
+from parley.engine import AudioFormat
 from parley.services import live
+from tests import speech
 from tests.e2e.conftest import Customer, Server
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
 RATE = 16_000
 CHUNK_MS = 20
-
-
-def pcm_chunks(segments: list[tuple[float, float]]) -> list[str]:
-    """Base64 20 ms chunks of 16 kHz PCM: (seconds, amplitude 0..1) segments of a 440 Hz tone."""
-    samples: list[int] = []
-    for seconds, amplitude in segments:
-        for n in range(int(seconds * RATE)):
-            samples.append(int(amplitude * 20_000 * math.sin(2 * math.pi * 440 * n / RATE)))
-    per_chunk = RATE * CHUNK_MS // 1000
-    chunks = []
-    for start in range(0, len(samples) - per_chunk + 1, per_chunk):
-        part = samples[start : start + per_chunk]
-        chunks.append(base64.b64encode(struct.pack(f"<{len(part)}h", *part)).decode())
-    return chunks
+SENTENCE = speech.SENTENCES[0]
 
 
 async def receive(ws: ClientConnection, within: float = 10.0) -> dict[str, Any]:
@@ -353,7 +341,7 @@ async def test_ws_message_over_1mib_closes_1009(server: Server, customer: Custom
 async def test_ws_config_timeout_closes_1008(
     server: Server, customer: Customer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(live, "CONFIG_TIMEOUT_SECONDS", 0.5)
+    monkeypatch.setattr(live.session, "CONFIG_TIMEOUT_SECONDS", 0.5)
     headers = {"Authorization": f"Bearer {customer.api_key}"}
     async with connect(f"{server.ws}/v1/sts/ws", additional_headers=headers) as ws:
         assert (await receive(ws))["error"]["code"] == "config_timeout"
@@ -369,8 +357,10 @@ async def test_ws_full_turn_then_items_readable_with_each_credential(
 ) -> None:
     async with connect(f"{server.ws}/v1/sts/ws?jwt={customer.jwt('turn-1')}") as ws:
         await configure(ws, customer.agent)
-        for chunk in pcm_chunks([(0.5, 0.0), (0.6, 0.8), (1.0, 0.0)]):
-            await ws.send(json.dumps({"type": "audio_chunk", "audio": chunk}))
+        for chunk in speech.stream(AudioFormat.PCM_16000, 0.5, speech.spoken(SENTENCE), 1.0):
+            await ws.send(
+                json.dumps({"type": "audio_chunk", "audio": base64.b64encode(chunk).decode()})
+            )
         messages = await receive_until(ws, "assistant_finished_speaking", within=30)
     kinds = [m["type"] for m in messages]
     for expected in (
@@ -398,8 +388,10 @@ async def test_ws_full_turn_then_items_readable_with_each_credential(
         assert response.status_code == 200, response.text
         bodies.append(response.json()["conversation"])
     assert bodies[0] == bodies[1] == bodies[2]
-    roles = [item["role"] for item in bodies[0]["items"]]
-    assert roles[:2] == ["user", "assistant"]
+    items = [(item["role"], item["text"]) for item in bodies[0]["items"]]
+    assert items[0] == ("user", next(m["text"] for m in messages if m["type"] == "input_text"))
+    assert speech.word_errors(SENTENCE, items[0][1]) == 0
+    assert items[1][0] == "assistant"
     assert bodies[0]["status"] == "ended"
 
 

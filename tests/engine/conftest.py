@@ -5,13 +5,10 @@ ToneSynthesizer is a deterministic stand-in for pipeline tests only; it is not a
 
 from __future__ import annotations
 
-from typing import Protocol
-
 import numpy as np
 import pytest
 
 from parley.engine import AudioFormat, HibariSynthesizer, Samples, SessionConfig
-from parley.engine.audio import encode, resample, split_chunks
 
 
 @pytest.fixture
@@ -45,23 +42,6 @@ def tone(seconds: float, rate: int, amplitude: float = 0.3, hz: float = 440.0) -
     """Return a sine tone."""
     t = np.arange(round(seconds * rate)) / rate
     return (amplitude * np.sin(2 * np.pi * hz * t)).astype(np.float32)
-
-
-class ChunkMaker(Protocol):
-    def __call__(self, fmt: AudioFormat, *segments: tuple[float, int]) -> list[bytes]:
-        """Encode (amplitude, milliseconds) segments of a 300 Hz tone as 20 ms chunks."""
-        ...
-
-
-@pytest.fixture
-def make_chunks() -> ChunkMaker:
-    def make(fmt: AudioFormat, *segments: tuple[float, int]) -> list[bytes]:
-        rate = 16_000
-        parts = [tone(ms / 1000, rate, amplitude, hz=300.0) for amplitude, ms in segments]
-        audio = resample(np.concatenate(parts), rate, fmt.sample_rate)
-        return split_chunks(fmt, encode(fmt, audio), 20)
-
-    return make
 
 
 @pytest.fixture

@@ -22,9 +22,10 @@ def test_engine_all_complete() -> None:
     assert public == set(parley.engine.__all__)
 
 
-def test_engine_import_no_web_or_service_layers() -> None:
+def test_engine_import_loads_no_web_layer_and_no_model_library() -> None:
     forbidden = ("parley.api", "parley.services", "parley.db", "parley.config", "starlette",
-                 "fastapi", "hibari", "onnxruntime")  # fmt: skip
+                 "fastapi", "hibari", "onnxruntime", "faster_whisper", "ctranslate2",
+                 "openai")  # fmt: skip
     code = (
         "import sys, parley.engine\n"
         f"print([m for m in sys.modules if m.split('.')[0] in {forbidden!r} "

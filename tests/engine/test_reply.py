@@ -5,7 +5,8 @@ import dataclasses
 import pytest
 
 from parley.engine import EndConversation, ReplyPart, ReplyRequest, RuleBasedReplies, SessionConfig
-from parley.engine.reply import FAREWELL, SentenceSplitter
+from parley.engine.replies import FAREWELL
+from parley.engine.sentences import SentenceSplitter
 
 PROMPT = "You are a friendly support agent for Acme. Keep answers short."
 

@@ -18,7 +18,7 @@ from parley.engine import (
     load_synthesizer,
 )
 from parley.engine.audio import decode, render
-from parley.engine.tts import parse_wav
+from parley.engine.synthesizers import parse_wav
 
 SENTENCE = "Hello there, how are you today?"
 LONG_TEXT = (

@@ -9,6 +9,7 @@ import typer
 import uvicorn
 
 from parley.cli.common import load_settings, migrate_database, run_with_context
+from parley.config import Settings
 from parley.services import Context, orgs
 from parley.services.live import MAX_MESSAGE_BYTES
 
@@ -27,6 +28,7 @@ def serve(
             err=True,
         )
         raise typer.Exit(2)
+    check_speech_model(settings)
 
     async def bootstrap(ctx: Context) -> orgs.NewOrganization | None:
         return await orgs.bootstrap(ctx)
@@ -57,6 +59,25 @@ def serve(
         server_header=False,
         log_level=settings.log_level,
     )
+
+
+def check_speech_model(settings: Settings) -> None:
+    """Refuse to start, with a clear message, when the speech model cannot be used."""
+    if settings.stt != "whisper":
+        return
+    from parley.engine import RecognizerUnavailable, check_model_dir
+    from parley.engine.recognizers import default_model_dir
+
+    try:
+        check_model_dir(settings.stt_model or default_model_dir())
+    except RecognizerUnavailable as error:
+        variable = "PARLEY_STT_MODEL" if settings.stt_model else "the bundled model"
+        typer.echo(
+            f"error: {variable}: {error.message} Set PARLEY_STT_MODEL to a CTranslate2 Whisper "
+            "model directory, or PARLEY_STT=none to run without speech recognition.",
+            err=True,
+        )
+        raise typer.Exit(2) from None
 
 
 def migrate() -> None:

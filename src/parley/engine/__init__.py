@@ -1,12 +1,13 @@
 """Parley's conversation engine: speech in, events and speech out, with no network types.
 
-Build one factory per process (`load_engine_factory()`, or DefaultEngineFactory with your own
-plug-ins), then one engine per conversation:
+Build one factory per process from EngineOptions (`build_engine_factory(options)`, or
+DefaultEngineFactory with your own plug-ins), warm it up, then one engine per conversation:
 
     async with factory.create(config) as engine:
         ...  # feed_audio / say / generate_reply ...; relay `async for event in engine.events()`
 
-See docs/engine.md for the interface, the plug-ins, the audio formats and the voices.
+Plug-ins live one kind per package: recognizers, replies, synthesizers, vad; sentences.py
+cuts reply text. See docs/engine.md for the pipeline, the settings and the plug-ins.
 """
 
 from parley.engine.audio import MAX_INPUT_CHUNK_MS, OUTPUT_CHUNK_MS, AudioFormat, Samples
@@ -32,24 +33,30 @@ from parley.engine.base import (
     Turn,
     UserFinishedSpeaking,
     UserStartedSpeaking,
+    Utterance,
 )
-from parley.engine.default import DefaultEngine, EngineSettings
+from parley.engine.default import APOLOGY, DefaultEngine, EngineSettings
 from parley.engine.errors import (
     AudioChunkMisaligned,
     AudioChunkTooLong,
     EngineClosed,
     InvalidAudioChunk,
+    RecognizerOverloaded,
+    RecognizerUnavailable,
+    ReplyModelFailed,
     SynthesizerUnavailable,
     TooManyPendingResponses,
     UnknownAudioFormat,
 )
-from parley.engine.factory import DefaultEngineFactory, load_engine_factory
-from parley.engine.recognizer import PlaceholderRecognizer
-from parley.engine.reply import RuleBasedReplies
-from parley.engine.tts import EspeakSynthesizer, HibariSynthesizer, load_synthesizer
-from parley.engine.vad import Utterance, VadParams
+from parley.engine.factory import DefaultEngineFactory, build_engine_factory
+from parley.engine.options import EngineOptions, LlmOptions
+from parley.engine.recognizers import PlaceholderRecognizer, WhisperRecognizer, check_model_dir
+from parley.engine.replies import ChatCompletionReplies, RuleBasedReplies
+from parley.engine.synthesizers import EspeakSynthesizer, HibariSynthesizer, load_synthesizer
+from parley.engine.vad import VadParams
 
 __all__ = [
+    "APOLOGY",
     "MAX_INPUT_CHUNK_MS",
     "OUTPUT_CHUNK_MS",
     "AssistantEndedConversation",
@@ -59,6 +66,7 @@ __all__ = [
     "AudioChunkMisaligned",
     "AudioChunkTooLong",
     "AudioFormat",
+    "ChatCompletionReplies",
     "ConversationEngine",
     "DefaultEngine",
     "DefaultEngineFactory",
@@ -66,6 +74,7 @@ __all__ = [
     "EngineClosed",
     "EngineEvent",
     "EngineFactory",
+    "EngineOptions",
     "EngineSettings",
     "EngineWarning",
     "EspeakSynthesizer",
@@ -73,9 +82,13 @@ __all__ = [
     "InputText",
     "InterruptedResponse",
     "InvalidAudioChunk",
+    "LlmOptions",
     "PlaceholderRecognizer",
     "Recognizer",
+    "RecognizerOverloaded",
+    "RecognizerUnavailable",
     "ReplyGenerator",
+    "ReplyModelFailed",
     "ReplyPart",
     "ReplyRequest",
     "RuleBasedReplies",
@@ -91,6 +104,8 @@ __all__ = [
     "UserStartedSpeaking",
     "Utterance",
     "VadParams",
-    "load_engine_factory",
+    "WhisperRecognizer",
+    "build_engine_factory",
+    "check_model_dir",
     "load_synthesizer",
 ]

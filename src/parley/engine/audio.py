@@ -2,20 +2,19 @@
 
 Samples inside the engine are mono float32 in [-1, 1]. PCM is 16-bit signed little-endian;
 int16 <-> float uses the factor 32768 both ways, so int16 -> float -> int16 is exact.
-Resampling is scipy.signal.resample_poly (polyphase FIR, Kaiser window) between any two
-integer rates; call it on whole utterances or sentences, not on 20 ms pieces, since every
-call pads its input with zeros at both ends.
+Resampling is libsoxr (the `soxr` package, "HQ" quality): `resample` converts a whole
+buffer (a synthesized sentence), and `StreamResampler` converts a stream chunk by chunk,
+keeping the filter's state across chunks, so 20 ms pieces join without clicks or gaps.
 """
 
 from __future__ import annotations
 
 import enum
-from math import gcd
 from typing import TypeAlias
 
 import numpy as np
 import numpy.typing as npt
-from scipy.signal import resample_poly
+import soxr
 
 from parley.engine.errors import AudioChunkMisaligned, AudioChunkTooLong, UnknownAudioFormat
 
@@ -130,14 +129,36 @@ def float_to_pcm16(samples: Samples) -> npt.NDArray[np.int16]:
 
 
 def resample(samples: Samples, from_rate: int, to_rate: int) -> Samples:
-    """Resample between any two positive integer rates (polyphase, anti-aliased)."""
+    """Resample a whole buffer between any two positive rates (anti-aliased)."""
     if from_rate <= 0 or to_rate <= 0:
         raise ValueError("sample rates must be positive")
     if from_rate == to_rate or samples.size == 0:
         return np.asarray(samples, dtype=np.float32)
-    common = gcd(from_rate, to_rate)
-    out = resample_poly(samples, to_rate // common, from_rate // common)
+    out = soxr.resample(np.asarray(samples, dtype=np.float32), from_rate, to_rate, quality="HQ")
     return np.asarray(out, dtype=np.float32)
+
+
+class StreamResampler:
+    """Resamples one stream chunk by chunk; the filter state carries across chunks.
+
+    The output lags the input by the filter's delay (a few milliseconds at "HQ"); the
+    samples come out in order and sample n of the output is at time n / to_rate.
+    """
+
+    def __init__(self, from_rate: int, to_rate: int) -> None:
+        if from_rate <= 0 or to_rate <= 0:
+            raise ValueError("sample rates must be positive")
+        self._identity = from_rate == to_rate
+        self._stream = (
+            None if self._identity else soxr.ResampleStream(from_rate, to_rate, 1, "float32", "HQ")
+        )
+
+    def feed(self, samples: Samples) -> Samples:
+        """Return the output samples that the next input chunk completes."""
+        if self._stream is None:
+            return np.asarray(samples, dtype=np.float32)
+        out = self._stream.resample_chunk(np.asarray(samples, dtype=np.float32))
+        return np.asarray(out, dtype=np.float32)
 
 
 # --- G.711 mu-law (ITU-T G.711; same arithmetic as ITU-T G.191's ulaw_compress/expand) -----

@@ -15,7 +15,6 @@ from types import TracebackType
 from typing import Literal, Protocol, Self, TypeAlias
 
 from parley.engine.audio import AudioFormat, Samples
-from parley.engine.vad import Utterance
 
 
 @dataclass(frozen=True)
@@ -36,7 +35,7 @@ class SessionConfig:
 
 @dataclass(frozen=True)
 class InputText:
-    """The user's words for one utterance (a placeholder such as "[speech 1.2 s]" offline)."""
+    """The user's words for one utterance ("[speech 1.2 s]" with PARLEY_STT=none)."""
 
     text: str
     language: str
@@ -75,7 +74,7 @@ class AssistantFinishedSpeaking:
 
 @dataclass(frozen=True)
 class InterruptedResponse:
-    """The user spoke over the assistant; `text` holds the sentences already sent."""
+    """The user spoke over the assistant; `text` holds what the listener had heard of it."""
 
     text: str
 
@@ -110,24 +109,58 @@ EngineEvent: TypeAlias = (
 
 
 @dataclass(frozen=True)
+class Utterance:
+    """The audio of one user turn (or of its beginning) at the recognizer's rate."""
+
+    samples: Samples
+    sample_rate: int
+    speech_seconds: float
+
+
+@dataclass(frozen=True)
 class Transcript:
-    """A recognizer's result; `placeholder` is True when no words were recognized."""
+    """A recognizer's result; `placeholder` is True when no words were recognized.
+
+    `queue_seconds` is the time the decode waited for the recognizer, `compute_seconds`
+    the time it ran.
+    """
 
     text: str
     language: str
     placeholder: bool = False
+    queue_seconds: float = 0.0
+    compute_seconds: float = 0.0
 
 
 class Recognizer(Protocol):
-    """Speech to text, once per utterance. Built once per process; must be safe to share."""
+    """Speech to text. Built once per process; must be safe to share."""
 
     @property
     def sample_rate(self) -> int:
-        """The rate the engine resamples utterances to before calling transcribe."""
+        """The rate the engine gives utterances at."""
         ...
 
-    async def transcribe(self, utterance: Utterance, *, language: str) -> Transcript:
-        """Return the words of one utterance; run heavy work off the event loop."""
+    @property
+    def incremental(self) -> bool:
+        """True when partial decodes (while the user speaks) help the final one."""
+        ...
+
+    async def warm_up(self) -> None:
+        """Load the model now rather than on the first utterance."""
+        ...
+
+    async def transcribe(
+        self, utterance: Utterance, *, language: str, prefix: str = "", partial: bool = False
+    ) -> Transcript | None:
+        """Return the words of an utterance, starting with `prefix` when one is given.
+
+        A partial decode is optional work: return None to skip it (e.g. when busy).
+        Run heavy work off the event loop.
+        """
+        ...
+
+    async def aclose(self) -> None:
+        """Release what the recognizer holds (threads, model)."""
         ...
 
 
@@ -174,6 +207,10 @@ class ReplyGenerator(Protocol):
 
     def reply(self, request: ReplyRequest) -> AsyncGenerator[ReplyPart, None]:
         """Stream the reply as text pieces (any size; the engine splits sentences)."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release what the generator holds (an HTTP client)."""
         ...
 
 
@@ -268,6 +305,10 @@ class EngineFactory(Protocol):
 
     async def warm_up(self) -> None:
         """Load models ahead of the first conversation (call from the app's lifespan)."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release the models and clients the plug-ins hold (call when the app stops)."""
         ...
 
     def create(self, config: SessionConfig) -> ConversationEngine:

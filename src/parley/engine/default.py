@@ -1,15 +1,19 @@
-"""The default engine: VAD -> recognizer -> reply generator -> synthesizer -> output chunks.
+"""The default engine: listener (VAD, recognizer) -> reply generator -> speaker.
 
-Per conversation it runs two workers next to the caller: a listener (utterances to InputText,
-then a reply) and a responder (one response at a time: text to sentences to audio). Audio goes
-out paced at most `playback_lead_s` ahead of real time, so "the assistant is speaking" means
-the listener is hearing it, and speech from the user in that time is a barge-in: the response
-stops, queued responses are dropped, and InterruptedResponse carries the sentences already sent.
+Per conversation it runs two workers next to the caller: a turn worker (each finished turn's
+words to InputText, then a reply) and a responder (one response at a time: text to
+sentences to audio). Audio goes out paced at most `playback_lead_s` ahead of real time, so
+"the assistant is speaking" means the listener is hearing it, and speech from the user in
+that time is a barge-in: the response stops, queued responses are dropped, and
+InterruptedResponse carries what the listener had heard of it.
 Every response ends with AssistantFinishedSpeaking or InterruptedResponse, never both.
+A reply generator that fails (a language model down or too slow) gets a `response_failed`
+warning and a short spoken apology; the conversation goes on.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator
@@ -19,13 +23,11 @@ from types import TracebackType
 from typing import Self
 
 import anyio
-import anyio.to_thread
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from parley.clock import Clock
-from parley.engine.audio import OUTPUT_CHUNK_MS, check_input_chunk, decode, resample
+from parley.engine.audio import OUTPUT_CHUNK_MS, check_input_chunk, decode
 from parley.engine.base import (
-    AssistantFinishedSpeaking,
     EngineEvent,
     EngineWarning,
     InputText,
@@ -36,15 +38,20 @@ from parley.engine.base import (
     ReplyRequest,
     SessionConfig,
     Synthesizer,
+    Transcript,
     Turn,
     UserFinishedSpeaking,
     UserStartedSpeaking,
 )
 from parley.engine.errors import EngineClosed, TooManyPendingResponses
+from parley.engine.listening import Listener
 from parley.engine.speaker import Response, Speaker
-from parley.engine.vad import Utterance, UtteranceCapture, VadParams
+from parley.engine.vad import SileroPool, Transition, VadEvent, VadParams, vad_rate
 
 logger = logging.getLogger(__name__)
+turn_log = logging.getLogger("parley.turns")
+
+APOLOGY = "Sorry, I cannot answer that right now."
 
 
 @dataclass(frozen=True)
@@ -54,9 +61,10 @@ class EngineSettings:
     vad: VadParams = field(default_factory=VadParams)
     output_chunk_ms: int = OUTPUT_CHUNK_MS
     playback_lead_s: float | None = 0.5  # None: send audio as fast as it is made (tests)
+    partial_interval_s: float = 0.8
     max_history: int = 50
     max_pending_responses: int = 8
-    max_pending_utterances: int = 4
+    max_pending_turns: int = 4
     event_buffer: int = 64
 
     def __post_init__(self) -> None:
@@ -76,20 +84,28 @@ class _Reply:
     transcribed: bool = True
 
 
+@dataclass(frozen=True)
+class _Heard:
+    """A finished turn on its way to words."""
+
+    transcript: asyncio.Task[Transcript | None]
+    ended_at: float
+
+
 @dataclass
 class _Channels:
     events_in: MemoryObjectSendStream[EngineEvent]
     events_out: MemoryObjectReceiveStream[EngineEvent]
     jobs_in: MemoryObjectSendStream[_Say | _Reply]
     jobs_out: MemoryObjectReceiveStream[_Say | _Reply]
-    utterances_in: MemoryObjectSendStream[Utterance]
-    utterances_out: MemoryObjectReceiveStream[Utterance]
+    turns_in: MemoryObjectSendStream[_Heard]
+    turns_out: MemoryObjectReceiveStream[_Heard]
     workers: anyio.CancelScope = field(default_factory=anyio.CancelScope)
 
     def close(self) -> None:
-        for stream in (self.events_in, self.jobs_in, self.utterances_in):
+        for stream in (self.events_in, self.jobs_in, self.turns_in):
             stream.close()
-        for receiver in (self.events_out, self.jobs_out, self.utterances_out):
+        for receiver in (self.events_out, self.jobs_out, self.turns_out):
             receiver.close()
 
 
@@ -106,6 +122,7 @@ class DefaultEngine:
         synthesizer: Synthesizer,
         recognizer: Recognizer,
         replies: ReplyGenerator,
+        vad_pool: SileroPool,
         settings: EngineSettings,
         clock: Clock,
     ) -> None:
@@ -113,8 +130,10 @@ class DefaultEngine:
         self._system_prompt = config.system_prompt
         self._recognizer = recognizer
         self._replies = replies
+        self._vad_pool = vad_pool
         self._settings = settings
-        self._capture = UtteranceCapture(config.input_format.sample_rate, self._settings.vad)
+        self._clock = clock
+        self._listener: Listener | None = None
         self._history: deque[Turn] = deque(maxlen=self._settings.max_history)
         self._current: Response | None = None
         self._muted = False
@@ -141,10 +160,21 @@ class DefaultEngine:
 
     async def __aenter__(self) -> Self:
         settings = self._settings
+        model = await self._vad_pool.acquire(vad_rate(self._config.input_format.sample_rate))
+        self._stack.callback(self._vad_pool.release, model)
+        self._listener = Listener(
+            self._config.input_format,
+            recognizer=self._recognizer,
+            vad_model=model,
+            params=settings.vad,
+            language=self._config.language,
+            partial_interval_s=settings.partial_interval_s,
+        )
+        self._stack.push_async_callback(self._listener.aclose)
         events = anyio.create_memory_object_stream[EngineEvent](settings.event_buffer)
         jobs = anyio.create_memory_object_stream[_Say | _Reply](settings.max_pending_responses)
-        utterances = anyio.create_memory_object_stream[Utterance](settings.max_pending_utterances)
-        channels = self._channels = _Channels(*events, *jobs, *utterances)
+        turns = anyio.create_memory_object_stream[_Heard](settings.max_pending_turns)
+        channels = self._channels = _Channels(*events, *jobs, *turns)
         self._stack.callback(channels.close)
         task_group = await self._stack.enter_async_context(anyio.create_task_group())
         task_group.start_soon(self._run_workers, channels)
@@ -175,18 +205,18 @@ class DefaultEngine:
             return
 
     async def feed_audio(self, audio: bytes) -> None:
-        """Validate a chunk (InvalidAudioChunk), then run it through the VAD unless muted."""
+        """Validate a chunk (InvalidAudioChunk), then listen to it unless muted."""
         self._open_channels()
         fmt = self._config.input_format
         check_input_chunk(fmt, audio)
         if self._muted:
             return
-        for item in self._capture.process(decode(fmt, audio)):
-            if isinstance(item, Utterance):
-                await self._finish_user_turn(item)
-            else:
+        for event in self._ear().feed(decode(fmt, audio)):
+            if event.kind is Transition.STARTED:
                 await self._emit(UserStartedSpeaking())
                 self._interrupt()
+            else:
+                await self._finish_user_turn(event)
 
     async def say(self, text: str) -> None:
         """Queue `text` to be spoken as it is; raise TooManyPendingResponses when full."""
@@ -199,7 +229,7 @@ class DefaultEngine:
         """Queue a reply; a non-empty `user_message` joins the history as the user's turn."""
         self._open_channels()
         if user_message and user_message.strip():
-            self._history.append(Turn("user", user_message))
+            self._history.append(Turn("user", user_message.strip()))
         self._queue(_Reply(user_message, system_message))
 
     async def update_system_prompt(self, text: str) -> None:
@@ -212,9 +242,9 @@ class DefaultEngine:
         self._open_channels()
         if not self._muted:
             self._muted = True
-            utterance = self._capture.finish()
-            if utterance is not None:
-                await self._finish_user_turn(utterance)
+            finished = self._ear().finish()
+            if finished is not None:
+                await self._finish_user_turn(finished)
 
     async def unmute(self) -> None:
         """Listen to input audio again."""
@@ -235,29 +265,34 @@ class DefaultEngine:
     async def _run_workers(self, channels: _Channels) -> None:
         with channels.workers:
             async with anyio.create_task_group() as workers:
-                workers.start_soon(self._listen, channels.utterances_out)
+                workers.start_soon(self._take_turns, channels.turns_out)
                 workers.start_soon(self._respond, channels.jobs_out)
 
-    async def _listen(self, utterances: MemoryObjectReceiveStream[Utterance]) -> None:
-        rate = self._recognizer.sample_rate
-        async for utterance in utterances:
+    async def _take_turns(self, turns: MemoryObjectReceiveStream[_Heard]) -> None:
+        async for heard in turns:
             try:
-                samples = await anyio.to_thread.run_sync(
-                    resample, utterance.samples, utterance.sample_rate, rate
-                )
-                transcript = await self._recognizer.transcribe(
-                    Utterance(samples, rate, utterance.speech_seconds),
-                    language=self._config.language,
-                )
+                transcript = await heard.transcript
+            except asyncio.CancelledError:
+                if heard.transcript.cancelled():
+                    continue  # dropped by the listener; our own cancellation propagates
+                raise
             except Exception:
                 logger.exception("speech recognition failed")
                 await self._warn("recognition_failed", "The user's speech could not be recognized.")
                 continue
-            if not transcript.text.strip():
+            if transcript is None or not transcript.text.strip():
                 continue
+            turn_log.info(
+                "turn recognized %.0f ms after the end of speech (queue %.0f ms, decode %.0f ms,"
+                " %d words)",
+                (self._clock.monotonic() - heard.ended_at) * 1000,
+                transcript.queue_seconds * 1000,
+                transcript.compute_seconds * 1000,
+                len(transcript.text.split()),
+            )
             await self._emit(InputText(transcript.text, transcript.language))
             self._history.append(Turn("user", transcript.text))
-            if self._capture.vad.speaking:
+            if self._ear().detector.in_turn:
                 continue  # the user goes on talking: the reply to that turn answers both
             try:
                 self._queue(_Reply(transcript.text, transcribed=not transcript.placeholder))
@@ -273,13 +308,15 @@ class DefaultEngine:
                 except Exception:
                     logger.exception("a response failed")
                     await self._warn("response_failed", "The assistant's response failed.")
-                    if response.started:
-                        await self._emit(AssistantFinishedSpeaking())
+                    await self._speaker.speak(_text_only(APOLOGY), response)
             self._current = None
-            if response.spoken:
-                self._history.append(Turn("assistant", response.text))
             if response.scope.cancelled_caught and response.started:
-                await self._emit(InterruptedResponse(response.text))
+                heard = response.heard(self._clock.monotonic())
+                if heard:
+                    self._history.append(Turn("assistant", heard))
+                await self._emit(InterruptedResponse(heard))
+            elif response.sent:
+                self._history.append(Turn("assistant", response.text))
 
     def _reply_stream(self, job: _Say | _Reply) -> AsyncGenerator[ReplyPart, None]:
         if isinstance(job, _Say):
@@ -297,6 +334,11 @@ class DefaultEngine:
         )
 
     # --- helpers ----------------------------------------------------------------------------
+
+    def _ear(self) -> Listener:
+        if self._listener is None:
+            raise EngineClosed()
+        return self._listener
 
     def _open_channels(self) -> _Channels:
         if self._closed or self._channels is None:
@@ -320,11 +362,15 @@ class DefaultEngine:
         if self._current is not None:
             self._current.scope.cancel()
 
-    async def _finish_user_turn(self, utterance: Utterance) -> None:
+    async def _finish_user_turn(self, finished: VadEvent) -> None:
         await self._emit(UserFinishedSpeaking())
+        task = self._ear().take_turn(finished)
+        if task is None:
+            return  # too little speech for a turn (a cough, a click)
         try:
-            self._open_channels().utterances_in.send_nowait(utterance)
+            self._open_channels().turns_in.send_nowait(_Heard(task, self._clock.monotonic()))
         except anyio.WouldBlock:
+            task.cancel()
             await self._warn("utterance_dropped", "Speech came faster than it could be handled.")
 
     async def _warn(self, code: str, message: str) -> None:

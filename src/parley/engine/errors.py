@@ -9,9 +9,12 @@
      ├── Conflict
      │    └── EngineClosed .............. input after the engine was closed
      ├── RateLimited
-     │    └── TooManyPendingResponses ... say / generate_reply queued faster than spoken
+     │    ├── TooManyPendingResponses ... say / generate_reply queued faster than spoken
+     │    └── RecognizerOverloaded ...... more turns waiting for the recognizer than it queues
      └── Unavailable
-          └── SynthesizerUnavailable .... no speech synthesizer could be loaded
+          ├── SynthesizerUnavailable .... no speech synthesizer could be loaded
+          ├── RecognizerUnavailable ..... the speech model is missing or does not load
+          └── ReplyModelFailed .......... the language model failed, timed out or refused
 
 The socket layer reports the InvalidRequest and RateLimited ones as an `error` message and keeps
 the socket open (API.md section 8).
@@ -55,3 +58,18 @@ class TooManyPendingResponses(RateLimited):
 class SynthesizerUnavailable(Unavailable):
     code = "synthesizer_unavailable"
     message = "No speech synthesizer is available on this server."
+
+
+class RecognizerOverloaded(RateLimited):
+    code = "recognizer_overloaded"
+    message = "Too many turns are waiting for speech recognition."
+
+
+class RecognizerUnavailable(Unavailable):
+    code = "recognizer_unavailable"
+    message = "The speech recognition model is not available."
+
+
+class ReplyModelFailed(Unavailable):
+    code = "reply_model_failed"
+    message = "The language model did not answer."

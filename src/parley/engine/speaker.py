@@ -1,9 +1,15 @@
 """Speaking one response: reply text -> sentences -> synthesized audio -> paced AudioChunks.
 
 Each sentence is synthesized whole, resampled and encoded in a worker thread, and cut into
-`chunk_ms` chunks (the last one shorter). Chunks go out at most `lead_s` ahead of the
-listener's playback (None: as fast as they are made), and the response ends, with
-AssistantFinishedSpeaking, only when its playback time has passed.
+`chunk_ms` chunks (the last one shorter). A sentence is spoken as soon as the reply stream
+completes it, so the first sentence plays while a language model still writes the rest.
+Chunks go out at most `lead_s` ahead of the listener's playback (None: as fast as they are
+made), and the response ends, with AssistantFinishedSpeaking, only when its playback time
+has passed.
+
+The speaker notes when each sentence starts playing at the listener, so a barge-in can
+tell what was actually heard: the sentences played through, and of the sentence playing
+when the user spoke, the share of its words its played time covers (`Response.heard`).
 """
 
 from __future__ import annotations
@@ -27,9 +33,16 @@ from parley.engine.base import (
     ReplyPart,
     Synthesizer,
 )
-from parley.engine.reply import SentenceSplitter
+from parley.engine.sentences import SentenceSplitter
 
 Emit = Callable[[EngineEvent], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class _Played:
+    sentence: str
+    starts: float | None  # monotonic time its playback starts; None: unknown (unpaced)
+    seconds: float
 
 
 @dataclass
@@ -38,12 +51,28 @@ class Response:
 
     scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
     started: bool = False
-    spoken: list[str] = field(default_factory=list)
+    sent: list[_Played] = field(default_factory=list)
 
     @property
     def text(self) -> str:
         """The sentences sent so far, joined."""
-        return " ".join(self.spoken)
+        return " ".join(played.sentence for played in self.sent)
+
+    def heard(self, now: float) -> str:
+        """What the listener had heard at monotonic time `now` (see the module doc)."""
+        words: list[str] = []
+        for played in self.sent:
+            if played.starts is None or played.starts + played.seconds <= now:
+                words.append(played.sentence)
+                continue
+            if played.starts >= now or played.seconds <= 0:
+                break
+            sentence = played.sentence.split()
+            share = int(len(sentence) * (now - played.starts) / played.seconds)
+            if share:
+                words.append(" ".join(sentence[:share]))
+            break
+        return " ".join(words)
 
 
 class Pacer:
@@ -59,10 +88,12 @@ class Pacer:
         if self._lead is not None and self._end is not None:
             await anyio.sleep(max(self._end - self._clock.monotonic() - self._lead, 0.0))
 
-    def sent(self, seconds: float) -> None:
-        """Record `seconds` more audio sent (playback restarts now if it had run dry)."""
+    def sent(self, seconds: float) -> float | None:
+        """Record `seconds` more audio sent; return when it starts playing (None: unpaced)."""
         now = self._clock.monotonic()
-        self._end = max(self._end or now, now) + seconds
+        starts = max(self._end or now, now)
+        self._end = starts + seconds
+        return starts if self._lead is not None else None
 
     async def drain(self) -> None:
         """Sleep until playback of everything sent has ended."""
@@ -116,12 +147,13 @@ class Speaker:
         fmt = self._format
         samples = await self._synthesizer.synthesize(sentence, voice=self._voice)
         data = await anyio.to_thread.run_sync(render, samples, self._synthesizer.sample_rate, fmt)
+        seconds = fmt.duration(data)
         for index, chunk in enumerate(split_chunks(fmt, data, self._chunk_ms)):
             if not response.started:
                 response.started = True
                 await self._emit(AssistantStartedSpeaking())
             await pacer.wait_for_room()
             await self._emit(AudioChunk(chunk, sentence if index == 0 else ""))
+            starts = pacer.sent(fmt.duration(chunk))
             if index == 0:
-                response.spoken.append(sentence)
-            pacer.sent(fmt.duration(chunk))
+                response.sent.append(_Played(sentence, starts, seconds))

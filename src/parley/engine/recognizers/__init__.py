@@ -1,0 +1,20 @@
+"""Speech recognizers: faster-whisper (the default) and the placeholder (PARLEY_STT=none)."""
+
+from parley.engine.recognizers.placeholder import PlaceholderRecognizer
+from parley.engine.recognizers.queue import RecognitionQueue, Timed
+from parley.engine.recognizers.whisper import (
+    WhisperRecognizer,
+    check_model_dir,
+    default_model_dir,
+    load_whisper_model,
+)
+
+__all__ = [
+    "PlaceholderRecognizer",
+    "RecognitionQueue",
+    "Timed",
+    "WhisperRecognizer",
+    "check_model_dir",
+    "default_model_dir",
+    "load_whisper_model",
+]

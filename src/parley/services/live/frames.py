@@ -1,0 +1,160 @@
+"""The conversation WebSocket's messages (API.md section 8), defined once.
+
+Client frames are strict pydantic models: `parse_frame` turns one text frame into one of
+them, or raises a request error (the socket answers an `error` message and stays open).
+Server messages are built by the functions below, from engine events and errors.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter, ValidationError
+
+from parley import engine
+from parley.errors import InvalidJson, InvalidRequest, ParleyError, ValidationFailed
+
+MAX_MESSAGE_BYTES = 1024 * 1024
+"""A client frame over 1 MiB closes the socket with 1009."""
+
+Text = Annotated[str, StringConstraints(max_length=20_000)]
+
+
+class UnknownMessageType(InvalidRequest):
+    code = "unknown_message_type"
+    message = "Unknown message type."
+
+
+class _Frame(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+class Configure(_Frame):
+    type: Literal["config"]
+    agent: Annotated[str, StringConstraints(min_length=1, max_length=64)]
+    project: Annotated[str, StringConstraints(min_length=1, max_length=64)] | None = None
+    input_format: str | None = None
+    output_format: str | None = None
+    system_prompt: Text | None = None
+    welcome_message: Annotated[str, StringConstraints(max_length=2_000)] | None = None
+    voice_id: Annotated[str, StringConstraints(min_length=1, max_length=100)] | None = None
+
+
+class FeedAudio(_Frame):
+    type: Literal["audio_chunk"]
+    audio: Annotated[str, StringConstraints(max_length=16_384)]
+
+    def pcm(self) -> bytes:
+        """The chunk's bytes; raise ValidationFailed unless `audio` is strict base64."""
+        try:
+            return base64.b64decode(self.audio, validate=True)
+        except (binascii.Error, ValueError):
+            raise ValidationFailed(param_errors={"audio": "must be base64"}) from None
+
+
+class Say(_Frame):
+    type: Literal["say"]
+    text: Annotated[str, StringConstraints(min_length=1, max_length=2_000)]
+
+
+class GenerateReply(_Frame):
+    type: Literal["generate_reply"]
+    user_message: Annotated[str, StringConstraints(max_length=2_000)] | None = None
+    system_message: Annotated[str, StringConstraints(max_length=2_000)] | None = None
+
+
+class SetExternalId(_Frame):
+    type: Literal["set_external_id"]
+    external_id: Annotated[str, StringConstraints(min_length=1, max_length=256)]
+
+
+class UpdateSystemPrompt(_Frame):
+    type: Literal["update_system_prompt"]
+    system_prompt: Text
+
+
+class Mute(_Frame):
+    type: Literal["mute", "unmute"]
+
+
+ClientFrame = (
+    Configure | FeedAudio | Say | GenerateReply | SetExternalId | UpdateSystemPrompt | Mute
+)
+_frames: TypeAdapter[ClientFrame] = TypeAdapter(Annotated[ClientFrame, Field(discriminator="type")])
+_TYPES = frozenset(
+    {
+        "config",
+        "audio_chunk",
+        "say",
+        "generate_reply",
+        "set_external_id",
+        "update_system_prompt",
+        "mute",
+        "unmute",
+    }
+)
+
+
+def parse_frame(text: str) -> ClientFrame:
+    """Parse one client text frame strictly, or raise a request error."""
+    try:
+        raw = json.loads(text)
+    except (ValueError, RecursionError):
+        raise InvalidJson("The message is not valid JSON.") from None
+    if not isinstance(raw, dict) or not isinstance(raw.get("type"), str):
+        raise ValidationFailed(param_errors={"type": "every message is an object with a type"})
+    if raw["type"] not in _TYPES:
+        raise UnknownMessageType(f"Unknown message type: {raw['type'][:40]!r}.")
+    try:
+        frame: ClientFrame = _frames.validate_python(raw)
+    except ValidationError as error:
+        raise ValidationFailed(param_errors=_param_errors(error)) from None
+    return frame
+
+
+def _param_errors(error: ValidationError) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for item in error.errors():
+        location = [str(p) for p in item.get("loc", ()) if p not in _TYPES]
+        found.setdefault(".".join(location) or "message", str(item.get("msg", "is invalid")))
+    return found
+
+
+# --- server -> client -------------------------------------------------------------------
+
+
+def error_message(error: ParleyError) -> dict[str, Any]:
+    """An `error` message: `{"type": "error", "error": {"message", "code"}, "param_errors"?}`."""
+    message: dict[str, Any] = {
+        "type": "error",
+        "error": {"message": error.message, "code": error.code},
+    }
+    if error.param_errors:
+        message["param_errors"] = error.param_errors
+    return message
+
+
+def event_message(event: engine.EngineEvent) -> dict[str, Any]:
+    """The server message for an engine event (docs/engine.md maps them one to one)."""
+    match event:
+        case engine.InputText(text=text, language=language):
+            return {"type": "input_text", "text": text, "language": language}
+        case engine.AudioChunk(audio=audio, text=text):
+            return {"type": "audio_chunk", "audio": base64.b64encode(audio).decode(), "text": text}
+        case engine.InterruptedResponse(text=text):
+            return {"type": "interrupted_response", "text": text}
+        case engine.EngineWarning(code=code, message=message):
+            return {"type": "warning", "warning": {"message": message, "code": code}}
+    return {"type": _PLAIN[type(event)]}
+
+
+_PLAIN: dict[type, str] = {
+    engine.UserStartedSpeaking: "user_started_speaking",
+    engine.UserFinishedSpeaking: "user_finished_speaking",
+    engine.AssistantStartedSpeaking: "assistant_started_speaking",
+    engine.AssistantFinishedSpeaking: "assistant_finished_speaking",
+    engine.AssistantEndedConversation: "assistant_ended_conversation",
+}

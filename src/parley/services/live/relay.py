@@ -1,0 +1,54 @@
+"""Relaying engine events to the client, and storing what was said as conversation items."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from parley import engine
+from parley.services import conversations
+from parley.services.context import Context
+from parley.services.live.frames import event_message
+
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+
+
+class Relay:
+    """Sends each engine event as its message and stores the user's and assistant's words.
+
+    The assistant's item is what it said: the sentences of a finished response, or, for an
+    interrupted one, what the listener had heard (InterruptedResponse's text).
+    """
+
+    def __init__(self, ctx: Context, *, org_id: str, conversation_id: str, send: Send) -> None:
+        self._ctx = ctx
+        self._org_id = org_id
+        self._conversation_id = conversation_id
+        self._send = send
+        self._spoken: list[str] = []
+
+    async def relay(self, event: engine.EngineEvent) -> None:
+        """Store what the event says, then send its message."""
+        match event:
+            case engine.InputText(text=text):
+                await self.store("user", text)
+            case engine.AudioChunk(text=text) if text:
+                self._spoken.append(text)
+            case engine.AssistantStartedSpeaking():
+                self._spoken = []
+            case engine.AssistantFinishedSpeaking():
+                await self.store("assistant", " ".join(self._spoken))
+            case engine.InterruptedResponse(text=text):
+                await self.store("assistant", text)
+        await self._send(event_message(event))
+
+    async def store(self, role: str, text: str) -> None:
+        """Add an item to the conversation (nothing for empty text)."""
+        if text:
+            await conversations.add_item(
+                self._ctx,
+                org_id=self._org_id,
+                conversation_id=self._conversation_id,
+                role=role,
+                text=text,
+            )
