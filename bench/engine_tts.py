@@ -17,9 +17,14 @@ import statistics
 import time
 
 import anyio
-from parley.engine.tts import EspeakSynthesizer, HibariSynthesizer
 
-from parley.engine import AudioFormat, Synthesizer, SynthesizerUnavailable
+from parley.engine import (
+    AudioFormat,
+    EspeakSynthesizer,
+    HibariSynthesizer,
+    Synthesizer,
+    SynthesizerUnavailable,
+)
 from parley.engine.audio import render
 
 SENTENCES = [

@@ -38,7 +38,7 @@ class Settings(BaseSettings):
     llm_base_url: str | None = None
     llm_api_key: SecretStr | None = None
     llm_model: str | None = None
-    llm_timeout_seconds: float = Field(default=20.0, gt=0, le=300)
+    llm_timeout_seconds: float = Field(default=10.0, gt=0, le=300)
 
     @field_validator("llm_base_url")
     @classmethod

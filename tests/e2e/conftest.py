@@ -56,8 +56,14 @@ class Customer:
 
 
 @pytest.fixture
-async def app(settings_factory: Any) -> AsyncIterator[FastAPI]:
-    application = create_app(settings_factory(public_url=f"https://{AUDIENCE}"))
+def app_settings() -> dict[str, Any]:
+    """Extra settings for the served app; a test module overrides this fixture to change them."""
+    return {}
+
+
+@pytest.fixture
+async def app(settings_factory: Any, app_settings: dict[str, Any]) -> AsyncIterator[FastAPI]:
+    application = create_app(settings_factory(public_url=f"https://{AUDIENCE}", **app_settings))
     async with application.router.lifespan_context(application):
         yield application
 

@@ -61,7 +61,7 @@ class EngineSettings:
     vad: VadParams = field(default_factory=VadParams)
     output_chunk_ms: int = OUTPUT_CHUNK_MS
     playback_lead_s: float | None = 0.5  # None: send audio as fast as it is made (tests)
-    partial_interval_s: float = 0.8
+    partial_interval_s: float = 1.0
     max_history: int = 50
     max_pending_responses: int = 8
     max_pending_turns: int = 4

@@ -76,7 +76,7 @@ def build_engine_factory(
             api_key=llm.api_key,
             model=llm.model,
             timeout_s=llm.timeout_s,
-            first_token_timeout_s=llm.first_token_timeout_s,
+            first_token_timeout_s=llm.timeout_s,
             max_history=llm.max_history,
         )
     return DefaultEngineFactory(

@@ -16,8 +16,7 @@ class LlmOptions:
     base_url: str
     model: str
     api_key: str = field(default="", repr=False)
-    timeout_s: float = 20.0
-    first_token_timeout_s: float = 8.0
+    timeout_s: float = 10.0
     max_history: int = 40
 
 

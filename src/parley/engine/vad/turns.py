@@ -18,6 +18,7 @@ same audio always gives the same turns.
 from __future__ import annotations
 
 import enum
+import math
 from collections import deque
 from dataclasses import dataclass
 
@@ -75,8 +76,8 @@ class TurnDetector:
         self.params = params
         self._window = window_seconds
 
-        def windows(ms: int) -> int:
-            return max(1, round(ms / 1000 / window_seconds))
+        def windows(ms: int) -> int:  # at least `ms`, in whole windows
+            return max(1, math.ceil(ms / 1000 / window_seconds - 1e-9))
 
         self._onset = windows(params.onset_ms)
         self._pause = windows(params.pause_ms)

@@ -1,0 +1,171 @@
+"""faster-whisper on real speech: words in every input format, the queue, a bad model."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from tests import speech
+
+from parley.engine import AudioFormat, RecognizerUnavailable, Utterance, WhisperRecognizer
+from parley.engine.audio import StreamResampler, decode
+from parley.engine.errors import RecognizerOverloaded
+from parley.engine.recognizers import RecognitionQueue, check_model_dir, default_model_dir
+from parley.engine.recognizers.whisper import cut_repeat
+
+pytestmark = pytest.mark.anyio
+
+
+def as_received(fmt: AudioFormat, sentence: str) -> Utterance:
+    """The sentence as the engine hears it: wire chunks in `fmt`, streamed to 16 kHz."""
+    resampler = StreamResampler(fmt.sample_rate, 16_000)
+    parts = [
+        resampler.feed(decode(fmt, chunk))
+        for chunk in speech.stream(fmt, 0.2, speech.spoken(sentence), 0.3)
+    ]
+    audio = np.concatenate(parts)
+    return Utterance(audio, 16_000, audio.size / 16_000)
+
+
+@pytest.mark.parametrize("fmt", list(AudioFormat), ids=lambda f: f.value)
+async def test_whisper_word_error_rate_at_most_5_percent_every_format(fmt: AudioFormat) -> None:
+    recognizer = WhisperRecognizer()
+    try:
+        errors = words = 0
+        misheard = []
+        for sentence in speech.SENTENCES:
+            result = await recognizer.transcribe(as_received(fmt, sentence), language="en")
+            assert result is not None
+            wrong = speech.word_errors(sentence, result.text)
+            errors += wrong
+            words += len(speech.words(sentence))
+            if wrong:
+                misheard.append(result.text)
+    finally:
+        await recognizer.aclose()
+    assert len(speech.SENTENCES) >= 20
+    assert errors / words <= 0.05, misheard
+
+
+async def test_whisper_prefix_forced_then_tail_decoded() -> None:
+    recognizer = WhisperRecognizer()
+    sentence = speech.SENTENCES[0]
+    try:
+        result = await recognizer.transcribe(
+            as_received(AudioFormat.PCM_16000, sentence),
+            language="en",
+            prefix="Please book me a table",
+        )
+    finally:
+        await recognizer.aclose()
+    assert result is not None
+    assert speech.word_errors(sentence, result.text) == 0
+    assert result.compute_seconds > 0
+
+
+async def test_whisper_silence_and_noise_give_no_words() -> None:
+    recognizer = WhisperRecognizer()
+    noise = np.random.default_rng(3).normal(0, 0.05, 16_000 * 3).astype(np.float32)
+    try:
+        for audio in (np.zeros(16_000 * 2, dtype=np.float32), noise):
+            result = await recognizer.transcribe(Utterance(audio, 16_000, 2.0), language="en")
+            assert result is not None
+            assert result.text == ""
+    finally:
+        await recognizer.aclose()
+
+
+def test_whisper_repeat_cut() -> None:
+    assert cut_repeat("Is there a pharmacy? Is there a") == "Is there a pharmacy?"
+    assert cut_repeat("I said no. I said it twice.") == "I said no. I said it twice."
+
+
+def test_whisper_bundled_model_is_a_model() -> None:
+    check_model_dir(default_model_dir())
+
+
+@pytest.mark.parametrize(
+    ("files", "reason"),
+    [
+        ({}, "model.bin missing"),
+        ({"config.json": "{}", "model.bin": "", "tokenizer.json": "{}"}, "not a Whisper model"),
+        ({"config.json": "{", "model.bin": "", "tokenizer.json": "{}"}, "not valid JSON"),
+        ({"config.json": json.dumps({"suppress_ids": []}), "model.bin": ""}, "no tokenizer"),
+    ],
+)
+def test_whisper_model_dir_not_a_model_refused(
+    tmp_path: Path, files: dict[str, str], reason: str
+) -> None:
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    with pytest.raises(RecognizerUnavailable, match=reason):
+        WhisperRecognizer(tmp_path)
+
+
+def test_whisper_model_dir_missing_refused(tmp_path: Path) -> None:
+    with pytest.raises(RecognizerUnavailable, match="does not exist"):
+        WhisperRecognizer(tmp_path / "nowhere")
+
+
+# --- the queue ----------------------------------------------------------------------------
+
+
+async def test_queue_runs_finals_before_partials_and_skips_partials_when_busy() -> None:
+    queue = RecognitionQueue(max_pending=4)
+    order: list[str] = []
+
+    def work(name: str, seconds: float = 0.05) -> str:
+        time.sleep(seconds)
+        order.append(name)
+        return name
+
+    try:
+        first = asyncio.create_task(queue.run(lambda: work("first", 0.2)))
+        await asyncio.sleep(0.05)
+        skipped = await queue.run(lambda: work("partial"), partial=True)
+        second = asyncio.create_task(queue.run(lambda: work("second")))
+        done = [await first, await second]
+    finally:
+        queue.close()
+    assert skipped is None
+    assert order == ["first", "second"]
+    assert [timed.value for timed in done if timed] == ["first", "second"]
+    assert done[1] is not None
+    assert done[1].queue_seconds >= 0.1  # it waited for the first
+    assert done[0] is not None
+    assert done[0].compute_seconds >= 0.2
+
+
+async def test_queue_over_max_pending_finals_refused() -> None:
+    queue = RecognitionQueue(max_pending=1)
+    try:
+        running = asyncio.create_task(queue.run(lambda: time.sleep(0.2)))
+        await asyncio.sleep(0.02)
+        waiting = asyncio.create_task(queue.run(lambda: None))
+        await asyncio.sleep(0.02)
+        with pytest.raises(RecognizerOverloaded):
+            await queue.run(lambda: None)
+        await running
+        await waiting
+    finally:
+        queue.close()
+
+
+async def test_queue_cancelled_caller_job_skipped() -> None:
+    queue = RecognitionQueue()
+    ran: list[str] = []
+    try:
+        busy = asyncio.create_task(queue.run(lambda: time.sleep(0.1)))
+        await asyncio.sleep(0.02)
+        gone = asyncio.create_task(queue.run(lambda: ran.append("gone")))
+        await asyncio.sleep(0.01)
+        gone.cancel()
+        await busy
+        await queue.run(lambda: ran.append("kept"))
+    finally:
+        queue.close()
+    assert ran == ["kept"]

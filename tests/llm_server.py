@@ -1,0 +1,123 @@
+"""A real HTTP server on loopback speaking OpenAI's streaming chat-completions protocol.
+
+POST /v1/chat/completions with `"stream": true` answers `text/event-stream`: one
+`data: {chat.completion.chunk}` event per piece of `reply`, then `data: [DONE]`. Tests
+steer it (`reply`, `status`, `delay_s` before the first piece, `stall_s` after the first)
+and read what Parley sent (`requests`, with the Authorization header of each).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass
+class Received:
+    body: dict[str, Any]
+    authorization: str | None
+
+
+@dataclass
+class Script:
+    reply: list[str] = field(default_factory=lambda: ["Sure. ", "Your table ", "is booked."])
+    status: int = 200
+    delay_s: float = 0.0
+    stall_s: float = 0.0
+
+
+class ChatServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.script = Script()
+        self.requests: list[Received] = []
+        self._lock = threading.Lock()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}/v1"
+
+    def record(self, received: Received) -> None:
+        with self._lock:
+            self.requests.append(received)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: ChatServer
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *_args: object) -> None:
+        return
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        body = json.loads(self.rfile.read(length) or b"{}")
+        self.server.record(Received(body, self.headers.get("Authorization")))
+        script = self.server.script
+        if self.path != "/v1/chat/completions" or script.status != 200:
+            payload = json.dumps({"error": {"message": "model overloaded", "type": "server"}})
+            self._plain(script.status if script.status != 200 else 404, payload)
+            return
+        try:
+            self._stream(script, body)
+        except (BrokenPipeError, ConnectionResetError):
+            return  # the client gave up (a timeout test)
+
+    def _stream(self, script: Script, body: dict[str, Any]) -> None:
+        time.sleep(script.delay_s)
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self._event({"role": "assistant", "content": ""}, body)
+        for index, piece in enumerate(script.reply):
+            self._event({"content": piece}, body)
+            if index == 0 and script.stall_s:
+                time.sleep(script.stall_s)
+        self._event({}, body, finish="stop")
+        self.wfile.write(b"data: [DONE]\n\n")
+        self.wfile.flush()
+        self.close_connection = True
+
+    def _event(
+        self, delta: dict[str, str], body: dict[str, Any], finish: str | None = None
+    ) -> None:
+        chunk = {
+            "id": "chatcmpl-test",
+            "object": "chat.completion.chunk",
+            "created": 1_700_000_000,
+            "model": body.get("model", ""),
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        }
+        self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+        self.wfile.flush()
+
+    def _plain(self, status: int, payload: str) -> None:
+        data = payload.encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+@contextmanager
+def running_chat_server() -> Iterator[ChatServer]:
+    server = ChatServer()
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
