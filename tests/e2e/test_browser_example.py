@@ -10,7 +10,6 @@ audio clock played it through. Nothing in the page is changed for the test.
 from __future__ import annotations
 
 import functools
-import math
 import os
 import shutil
 import threading
@@ -24,14 +23,15 @@ import numpy as np
 import pytest
 from playwright.async_api import Browser, Page, async_playwright
 
-from tests import databases
+from parley.engine.audio import resample
+from tests import databases, speech
 from tests.e2e.conftest import Customer, Server
 from tests.factories import unique_name
 
 EXAMPLE_DIR = Path(__file__).resolve().parents[2] / "examples" / "browser"
 CAPTURE_RATE = 48_000
 SILENCE_BEFORE_SPEECH_S = 8.0  # the welcome turn is over well before the user speaks
-SPEECH_S = 1.2
+SENTENCE = speech.SENTENCES[4]  # "Can you tell me the balance on my account?"
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
 WELCOME = "Hello, you are talking to the browser test agent."
@@ -67,15 +67,15 @@ def chromium_path() -> str:
 
 
 def write_microphone_wav(path: Path) -> None:
-    """Silence, then a voiced, syllable-modulated segment, then silence: a short utterance."""
-    total = int(CAPTURE_RATE * (SILENCE_BEFORE_SPEECH_S + SPEECH_S + 6.0))
-    t = np.arange(total) / CAPTURE_RATE
-    voiced = sum(np.sin(2 * math.pi * 140 * k * t) / k for k in range(1, 15))
-    syllables = 0.55 + 0.45 * np.sin(2 * math.pi * 4 * t)
-    rng = np.random.default_rng(7)
-    speech = 0.3 * voiced * syllables + rng.normal(0, 0.03, total)
-    inside = (t >= SILENCE_BEFORE_SPEECH_S) & (t < SILENCE_BEFORE_SPEECH_S + SPEECH_S)
-    samples = np.where(inside, np.clip(speech, -1, 1), 0.0)
+    """Silence, then a spoken sentence (hibari's voice), then silence."""
+    sentence = resample(speech.spoken(SENTENCE), speech.RATE, CAPTURE_RATE)
+    samples = np.concatenate(
+        [
+            np.zeros(int(CAPTURE_RATE * SILENCE_BEFORE_SPEECH_S), dtype=np.float32),
+            sentence,
+            np.zeros(CAPTURE_RATE * 6, dtype=np.float32),
+        ]
+    )
     with wave.open(str(path), "wb") as out:
         out.setnchannels(1)
         out.setsampwidth(2)
@@ -220,8 +220,8 @@ async def test_browser_example_talks_to_agent_with_jwt(
     started = await wait_for_event(page, "user_started_speaking", after=welcome_done)
     finished = await wait_for_event(page, "user_finished_speaking", after=started)
     heard = await wait_for_event(page, "input_text", after=finished)
-    spoken = float((await event_lines(page))[heard].split("[speech ")[1].split(" s]")[0])
-    assert SPEECH_S - 0.5 <= spoken <= SPEECH_S + 0.8, spoken
+    words = (await event_lines(page))[heard].split("input_text (en): ", 1)[1]
+    assert speech.word_errors(SENTENCE, words) == 0, words
     await wait_for_event(page, "assistant_finished_speaking", after=heard)
     await wait_for_playback_drained(page)
     after_reply = await playback(page)
@@ -250,6 +250,8 @@ async def test_browser_example_talks_to_agent_with_jwt(
 
     await page.screenshot(path=screenshot, full_page=True)  # kept in the test's tmp_path
     lines_said = await transcript(page)
+    assert f"You: {words}" in lines_said
+    assert any(line.startswith("Agent: You said: Can you tell me") for line in lines_said)
     assert "You: What are your opening hours?" in lines_said
     assert "Agent: Thank you for calling." in lines_said
 
@@ -260,7 +262,8 @@ async def test_browser_example_talks_to_agent_with_jwt(
     assert conversation["status"] == "ended"
     items = [(item["role"], item["text"]) for item in conversation["items"]]
     assert items[0] == ("assistant", WELCOME)
-    assert items[1][0] == "user"
-    assert items[1][1].startswith("[speech ")
+    assert items[1] == ("user", words)
+    assert items[2][0] == "assistant"
+    assert items[2][1].startswith("You said: Can you tell me the balance on my account")
     assert ("user", "What are your opening hours?") in items
     assert items[-1] == ("assistant", "Thank you for calling.")

@@ -108,6 +108,11 @@ class WhisperRecognizer:
         self._queue = RecognitionQueue(max_pending=max_pending)
 
     @property
+    def loaded(self) -> bool:
+        """True once warm_up (or the first decode) has loaded the model."""
+        return self._model is not None
+
+    @property
     def model_dir(self) -> Path:
         """Where the model was loaded from."""
         return self._path

@@ -1,0 +1,45 @@
+"""`parley serve` refuses a speech model directory that is not a model, before serving."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from parley.cli import app
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def cli_env(database_url: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.setenv("PARLEY_DATABASE_URL", database_url)
+    monkeypatch.delenv("PARLEY_REDIS_URL", raising=False)
+    return database_url
+
+
+@pytest.mark.parametrize("kind", ["missing", "empty"])
+def test_serve_stt_model_not_a_model_refused_with_clear_message(
+    cli_env: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str
+) -> None:
+    model = tmp_path / "model"
+    if kind == "empty":
+        model.mkdir()
+    monkeypatch.setenv("PARLEY_STT_MODEL", str(model))
+    result = runner.invoke(app, ["serve", "--port", "1"])
+    assert result.exit_code == 2
+    assert result.stderr.startswith("error: PARLEY_STT_MODEL: ")
+    assert str(model) in result.stderr
+    assert "PARLEY_STT=none" in result.stderr
+    assert "Traceback" not in result.output
+
+
+def test_serve_llm_base_url_without_model_refused(
+    cli_env: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PARLEY_LLM_BASE_URL", "http://127.0.0.1:11434/v1")
+    monkeypatch.delenv("PARLEY_LLM_MODEL", raising=False)
+    result = runner.invoke(app, ["serve", "--port", "1"])
+    assert result.exit_code != 0
+    assert "PARLEY_LLM_MODEL" in result.output
