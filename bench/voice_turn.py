@@ -1,0 +1,277 @@
+"""End of user speech to first assistant audio, over the real WebSocket of a real server.
+
+Run: `.venv/bin/python bench/voice_turn.py [--turns 20] [--levels 1,4,8,12,16]`.
+
+It starts `parley serve` (embedded SQLite, default engine: faster-whisper tiny.en, Silero
+VAD, hibari-tts, rule-based replies) as its own process on a free loopback port, creates an
+agent, and talks to it as clients would: hibari sentences (tests/speech.py), 20 ms chunks,
+sent in real time, with silence between turns. Per turn it measures:
+
+- latency: from the last voiced sample of the sentence (known from the audio) to the first
+  `audio_chunk` of the answer, on the client's clock;
+- the words (`input_text`), scored against the sentence (word error rate);
+- recognition time after the end of the turn, decode time and queue time: the server's
+  `parley.turns` log lines.
+
+Part 1, for each input format, one conversation of `--turns` turns: p50/p95 latency and WER.
+Part 2, for each level N of `--levels`, N conversations at once (pcm_16000), each doing
+`--concurrent-turns` turns: p50/p95 latency; the largest N with p95 under 2 s is reported.
+The client starts its next sentence 0.5 s into each answer (a barge-in), so turns follow
+each other as in a brisk conversation.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import json
+import os
+import re
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+from websockets.asyncio.client import ClientConnection, connect
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from tests import speech
+
+from parley.engine import AudioFormat
+
+CHUNK_S = 0.02
+TURN_LINE = re.compile(
+    r"turn recognized (\d+) ms after the end of speech \(queue (\d+) ms, decode (\d+) ms"
+)
+
+
+@dataclass
+class Turn:
+    latency: float
+    errors: int
+    words: int
+
+
+@dataclass
+class ServerLog:
+    """The server's turn lines, with the client time each arrived."""
+
+    lines: list[tuple[float, tuple[int, int, int]]] = field(default_factory=list)
+
+    def between(self, start: float, end: float) -> list[tuple[int, int, int]]:
+        return [values for at, values in self.lines if start <= at <= end]
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def start_server(directory: Path) -> tuple[subprocess.Popen[str], str, str, ServerLog]:
+    port = free_port()
+    env = {
+        **os.environ,
+        "PARLEY_DATABASE_URL": f"sqlite:///{directory / 'bench.db'}",
+        "PARLEY_LOG_LEVEL": "info",
+    }
+    env.pop("PARLEY_REDIS_URL", None)
+    process = subprocess.Popen(  # noqa: S603 - this interpreter, fixed arguments
+        [sys.executable, "-m", "parley", "serve", "--port", str(port)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None
+    assert process.stderr is not None
+    key = ""
+    for line in process.stdout:
+        found = re.search(r"parley_sk_\S+", line)
+        if found:
+            key = found.group(0)
+            break
+    log = ServerLog()
+
+    def read_log(stream: Any) -> None:
+        for line in stream:
+            match = TURN_LINE.search(line)
+            if match:
+                values = (int(match[1]), int(match[2]), int(match[3]))
+                log.lines.append((time.monotonic(), values))
+
+    threading.Thread(target=read_log, args=(process.stderr,), daemon=True).start()
+    base = f"http://127.0.0.1:{port}"
+    for _ in range(600):
+        try:
+            if httpx.get(f"{base}/health", timeout=1).status_code == 200:
+                break
+        except httpx.HTTPError:
+            time.sleep(0.1)
+    else:
+        process.kill()
+        raise SystemExit("the server did not start")
+    return process, base, key, log
+
+
+def voiced_end(sentence: str) -> float:
+    voiced = np.flatnonzero(np.abs(speech.spoken(sentence)) > 0.01)
+    return float(voiced[-1] / speech.RATE)
+
+
+async def conversation(
+    ws_url: str, key: str, fmt: AudioFormat, sentences: list[str], lead_s: float
+) -> list[Turn]:
+    """One conversation: each sentence in real time, then silence until the answer starts."""
+    turns: list[Turn] = []
+    silence = speech.stream(fmt, 0.02)[0]
+    async with connect(
+        f"{ws_url}/v1/sts/ws", additional_headers={"Authorization": f"Bearer {key}"}
+    ) as ws:
+        config = {"type": "config", "agent": "bench", "input_format": fmt.value}
+        await ws.send(json.dumps(config | {"output_format": fmt.value}))
+        while json.loads(await ws.recv())["type"] != "ready_to_start_conversation":
+            pass
+        inbox: asyncio.Queue[tuple[float, dict[str, Any]]] = asyncio.Queue()
+
+        async def read() -> None:
+            async for raw in ws:
+                inbox.put_nowait((time.monotonic(), json.loads(raw)))
+
+        reader = asyncio.create_task(read())
+        await asyncio.sleep(lead_s)
+        for sentence in sentences:
+            chunks = speech.stream(fmt, 0.3, speech.spoken(sentence))
+            started = time.monotonic()
+            clock = started
+            for chunk in chunks:
+                await send_audio(ws, chunk)
+                clock += CHUNK_S
+                await asyncio.sleep(max(0.0, clock - time.monotonic()))
+            speech_end = started + 0.3 + voiced_end(sentence)
+            heard, first_audio = "", None
+            while first_audio is None:
+                await send_audio(ws, silence)
+                clock += CHUNK_S
+                await asyncio.sleep(max(0.0, clock - time.monotonic()))
+                while not inbox.empty():
+                    at, message = inbox.get_nowait()
+                    if message["type"] == "input_text":
+                        heard = message["text"]
+                    elif message["type"] == "audio_chunk" and at > speech_end and heard:
+                        first_audio = at
+                if time.monotonic() - speech_end > 15:
+                    raise RuntimeError(f"no answer to {sentence!r}")
+            errors = speech.word_errors(sentence, heard)
+            turns.append(Turn(first_audio - speech_end, errors, len(speech.words(sentence))))
+            for _ in range(25):  # 0.5 s into the answer, the user speaks again
+                await send_audio(ws, silence)
+                clock += CHUNK_S
+                await asyncio.sleep(max(0.0, clock - time.monotonic()))
+        reader.cancel()
+    return turns
+
+
+async def send_audio(ws: ClientConnection, chunk: bytes) -> None:
+    await ws.send(json.dumps({"type": "audio_chunk", "audio": base64.b64encode(chunk).decode()}))
+
+
+def percentile(values: list[float], q: float) -> float:
+    return float(np.percentile(np.array(values), q)) if values else float("nan")
+
+
+def server_figures(log: ServerLog, start: float, end: float) -> str:
+    lines = log.between(start, end)
+    if not lines:
+        return "no server turn lines"
+    after = [v[0] for v in lines]
+    queue = [v[1] for v in lines]
+    decode = [v[2] for v in lines]
+    return (
+        f"recognized after end of turn p50 {statistics.median(after):.0f} ms, "
+        f"decode p50 {statistics.median(decode):.0f} ms p95 {percentile(decode, 95):.0f} ms, "
+        f"queue p50 {statistics.median(queue):.0f} ms p95 {percentile(queue, 95):.0f} ms"
+    )
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--turns", type=int, default=20)
+    parser.add_argument("--levels", default="1,4,8,12,16")
+    parser.add_argument("--concurrent-turns", type=int, default=5)
+    parser.add_argument("--formats", default=",".join(f.value for f in AudioFormat))
+    args = parser.parse_args()
+    sentences = [speech.SENTENCES[i % len(speech.SENTENCES)] for i in range(args.turns)]
+    with tempfile.TemporaryDirectory() as directory:
+        process, base, key, log = start_server(Path(directory))
+        try:
+            async with httpx.AsyncClient(base_url=base) as http:
+                made = await http.post(
+                    "/v1/agents",
+                    headers={"Authorization": f"Bearer {key}"},
+                    json={"name": "bench", "system_prompt": "You are the bench agent."},
+                )
+            made.raise_for_status()
+            ws_url = base.replace("http://", "ws://")
+            print(f"cpu cores: {os.cpu_count()}; turns per format: {args.turns}")
+            print("format       p50 latency  p95 latency  WER     server")
+            for name in args.formats.split(","):
+                fmt = AudioFormat(name)
+                start = time.monotonic()
+                turns = await conversation(ws_url, key, fmt, sentences, 0.2)
+                latencies = [t.latency for t in turns]
+                wer = sum(t.errors for t in turns) / sum(t.words for t in turns)
+                print(
+                    f"{fmt.value:<12} {percentile(latencies, 50):9.3f} s  "
+                    f"{percentile(latencies, 95):9.3f} s  {wer:6.1%}  "
+                    f"{server_figures(log, start, time.monotonic())}"
+                )
+            print("\nconversations at once (pcm_16000): p50 / p95 latency")
+            sustained = 0
+            for level in (int(n) for n in args.levels.split(",")):
+                start = time.monotonic()
+                batches = await asyncio.gather(
+                    *(
+                        conversation(
+                            ws_url,
+                            key,
+                            AudioFormat.PCM_16000,
+                            [
+                                speech.SENTENCES[(n + i) % len(speech.SENTENCES)]
+                                for i in range(args.concurrent_turns)
+                            ],
+                            lead_s=0.2 + 0.137 * n % 1.0,
+                        )
+                        for n in range(level)
+                    )
+                )
+                latencies = [t.latency for batch in batches for t in batch]
+                p95 = percentile(latencies, 95)
+                wer = sum(t.errors for b in batches for t in b) / sum(
+                    t.words for b in batches for t in b
+                )
+                print(
+                    f"{level:>3} conversations: {percentile(latencies, 50):.3f} s / {p95:.3f} s, "
+                    f"WER {wer:.1%}; {server_figures(log, start, time.monotonic())}"
+                )
+                if p95 < 2.0:
+                    sustained = level
+            print(f"\nlargest level with p95 under 2 s: {sustained} conversations")
+        finally:
+            process.terminate()
+            process.wait(timeout=15)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
