@@ -80,7 +80,7 @@ async def test_voice_spoken_sentence_heard_stored_and_answered_every_format(
     ws = await open_conversation(server, customer, conversation, fmt)
     async with ws:
         await stream_realtime(ws, speech.stream(fmt, 0.4, speech.spoken(sentence), 1.0))
-        messages = await receive_until(ws, "assistant_finished_speaking", within=20)
+        messages = await receive_until(ws, "assistant_finished_speaking", within=60)
     kinds = [m["type"] for m in messages]
     assert kinds.index("user_started_speaking") < kinds.index("user_finished_speaking")
     assert kinds.index("user_finished_speaking") <= kinds.index("input_text")
@@ -102,7 +102,7 @@ async def test_voice_goodbye_ends_conversation_closes_1000_and_status_ended(
     ws = await open_conversation(server, customer, "bye-1", AudioFormat.PCM_16000)
     async with ws:
         await ws.send(json.dumps({"type": "generate_reply", "user_message": "Thanks, goodbye!"}))
-        messages = await receive_until(ws, "assistant_ended_conversation", within=20)
+        messages = await receive_until(ws, "assistant_ended_conversation", within=60)
         code, _reason = await until_closed(ws)
     assert "assistant_finished_speaking" in [m["type"] for m in messages]
     assert code == 1000
@@ -125,7 +125,7 @@ async def test_voice_client_dropping_mid_reply_leaves_no_live_conversation(
     for ws in sockets:
         await ws.send(json.dumps({"type": "generate_reply", "user_message": "Tell me a story."}))
     for ws in sockets:
-        await receive_until(ws, "audio_chunk", within=20)
+        await receive_until(ws, "audio_chunk", within=60)
         ws.transport.abort()  # the TCP connection drops: no close frame
     deadline = time.monotonic() + 5
     statuses: list[str] = []
@@ -145,13 +145,13 @@ async def test_voice_barge_in_stops_audio_within_200ms_and_stores_heard_text(
     ws = await open_conversation(server, customer, "barge-1", AudioFormat.PCM_16000)
     async with ws:
         await ws.send(json.dumps({"type": "say", "text": long_text}))
-        await receive_until(ws, "audio_chunk", within=20)
+        await receive_until(ws, "audio_chunk", within=60)
         await asyncio.sleep(1.5)  # the assistant is audible
         received: list[tuple[float, dict[str, Any]]] = []
 
         async def collect() -> None:
             while True:
-                received.append((time.monotonic(), await receive(ws, within=20)))
+                received.append((time.monotonic(), await receive(ws, within=60)))
                 if received[-1][1]["type"] == "interrupted_response":
                     return
 
@@ -184,7 +184,7 @@ async def test_voice_silent_stream_starts_no_turn(server: Server, customer: Cust
                 json.dumps({"type": "audio_chunk", "audio": base64.b64encode(chunk).decode()})
             )
         await ws.send(json.dumps({"type": "say", "text": "Still there?"}))
-        messages = await receive_until(ws, "assistant_finished_speaking", within=20)
+        messages = await receive_until(ws, "assistant_finished_speaking", within=60)
     assert not {"user_started_speaking", "input_text", "error", "warning"} & {
         m["type"] for m in messages
     }
@@ -244,7 +244,7 @@ async def test_voice_malformed_audio_error_frames_then_speech_still_heard(
         await stream_realtime(
             ws, speech.stream(AudioFormat.PCM_8000, 0.3, speech.spoken(sentence), 1.0)
         )
-        messages = await receive_until(ws, "input_text", within=20)
+        messages = await receive_until(ws, "input_text", within=60)
     assert odd["error"]["code"] == "audio_chunk_misaligned"
     assert bad["error"]["code"] == "validation_error"
     assert bad["param_errors"] == {"audio": "must be base64"}

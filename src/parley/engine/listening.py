@@ -161,12 +161,11 @@ class Listener:
             return
         if self._partial is not None and not self._partial.done():
             return
-        audio = self._audio.turn()
-        seconds = audio.size / self._audio.rate
+        seconds = self._audio.turn_seconds
         if seconds - self._partial_mark < self._partial_interval:
             return
         self._partial_mark = seconds
-        utterance = Utterance(audio, self._audio.rate, seconds)
+        utterance = Utterance(self._audio.turn(), self._audio.rate, seconds)
         self._partial = self._spawn(self._run_partial(utterance))
 
     async def _run_partial(self, utterance: Utterance) -> None:

@@ -53,8 +53,10 @@ class ChatCompletionReplies:
         self._first_token_timeout = first_token_timeout_s
         self._max_history = max_history
         self._max_tokens = max_tokens
+        # The client's own timeout is a backstop; ours (per wait, below) decide.
+        backstop = max(timeout_s, first_token_timeout_s) + 5.0
         self._client = AsyncOpenAI(
-            base_url=base_url, api_key=api_key or "none", max_retries=0, timeout=timeout_s
+            base_url=base_url, api_key=api_key or "none", max_retries=0, timeout=backstop
         )
 
     def greeting(self, config: SessionConfig) -> str | None:

@@ -176,6 +176,11 @@ class TurnAudio:
         """Stream time of the audio received so far."""
         return self._received / self.rate
 
+    @property
+    def turn_seconds(self) -> float:
+        """Duration of the turn's audio so far (0 outside a turn)."""
+        return 0.0 if self._start is None else (self._received - self._start) / self.rate
+
     def append(self, samples: Samples) -> None:
         """Add the next samples of the stream."""
         if samples.size:
