@@ -26,7 +26,8 @@ from parley.api.routes import (
 from parley.clock import Clock, SystemClock
 from parley.config import Settings
 from parley.engine import EngineFactory, load_engine_factory
-from parley.services.runtime import RuntimeOptions, open_context
+from parley.options import runtime_options
+from parley.services.runtime import open_context
 
 DESCRIPTION = (
     "Parley hosts voice conversations between end users and configurable agents. "
@@ -82,20 +83,6 @@ def create_app(
     app.add_middleware(BodyLimitMiddleware)
     app.add_middleware(AccessLogMiddleware)
     return app
-
-
-def runtime_options(settings: Settings) -> RuntimeOptions:
-    """Hand the services the plain values they need from the configuration."""
-    return RuntimeOptions(
-        database_url=settings.database_url,
-        redis_url=settings.redis_url,
-        default_audience=settings.public_host,
-        jwks_allow_http=settings.jwks_allow_http,
-        jwks_allow_private_networks=settings.jwks_allow_private_networks,
-        jwt_max_lifetime_seconds=settings.jwt_max_lifetime_seconds,
-        jwt_rate_per_minute=settings.jwt_rate_per_minute,
-        jwt_rate_burst=settings.jwt_rate_burst,
-    )
 
 
 def create_app_from_env() -> FastAPI:

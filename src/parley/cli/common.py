@@ -1,23 +1,23 @@
-"""What the operator commands share: settings, a migrated database, JSON or text output."""
+"""What the operator commands share: settings, a migrated database, JSON or text output.
+
+Start-up time matters for a command line: this module, like every `parley.cli` module,
+imports the heavy layers (the app, the database, the services) inside the functions that
+need them, so `parley --help`, `parley keys …` and `parley token …` never load them
+(bench/cli_start.py measures it).
+"""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
 
-from parley.app import runtime_options
-from parley.clock import SystemClock
-from parley.config import Settings
-from parley.db.engine import create_engine
-from parley.db.migrate import upgrade
-from parley.errors import ParleyError
-from parley.services import Context
-from parley.services.runtime import open_context
+if TYPE_CHECKING:
+    from parley.config import Settings
+    from parley.services import Context
 
 T = TypeVar("T")
 
@@ -26,6 +26,8 @@ JsonOption = typer.Option(False, "--json", help="Print the result as JSON.")
 
 def load_settings() -> Settings:
     """Read the settings, or exit with the validation message."""
+    from parley.config import Settings
+
     try:
         return Settings()
     except ValueError as error:
@@ -37,6 +39,12 @@ def run_with_context(
     settings: Settings, use: Callable[[Context], Awaitable[T]], *, as_json: bool = False
 ) -> T:
     """Migrate the database, run `use` with a services context, and close everything."""
+    import asyncio
+
+    from parley.clock import SystemClock
+    from parley.errors import ParleyError
+    from parley.options import runtime_options
+    from parley.services.runtime import open_context
 
     async def main() -> T:
         await migrate_database(settings.database_url)
@@ -60,9 +68,12 @@ def run_with_context(
 
 async def migrate_database(url: str) -> None:
     """Bring the database at `url` to the newest schema."""
+    from parley.db.engine import create_engine
+    from parley.db.migrate import upgrade_if_needed
+
     engine = create_engine(url)
     try:
-        await upgrade(engine)
+        await upgrade_if_needed(engine)
     finally:
         await engine.dispose()
 

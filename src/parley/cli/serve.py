@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from typing import TYPE_CHECKING
 
 import typer
-import uvicorn
 
 from parley.cli.common import load_settings, migrate_database, run_with_context
-from parley.services import Context, orgs
-from parley.services.live import MAX_MESSAGE_BYTES
+
+if TYPE_CHECKING:
+    from parley.services import Context
+    from parley.services.orgs import NewOrganization
 
 
 def serve(
@@ -19,6 +21,11 @@ def serve(
     workers: int = typer.Option(1, min=1, max=64, help="Worker processes (needs Redis above 1)."),
 ) -> None:
     """Migrate the database, create the first organization if there is none, and serve."""
+    import uvicorn  # imported here: the other commands start faster without it
+
+    from parley.services import orgs
+    from parley.services.live import MAX_MESSAGE_BYTES
+
     settings = load_settings()
     if workers > 1 and not settings.distributed:
         typer.echo(
@@ -28,7 +35,7 @@ def serve(
         )
         raise typer.Exit(2)
 
-    async def bootstrap(ctx: Context) -> orgs.NewOrganization | None:
+    async def bootstrap(ctx: Context) -> NewOrganization | None:
         return await orgs.bootstrap(ctx)
 
     created = run_with_context(settings, bootstrap)

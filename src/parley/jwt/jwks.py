@@ -26,12 +26,13 @@ import ipaddress
 import socket
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
-
-import httpx
+from typing import TYPE_CHECKING, Any, Final
 
 from parley.jwt._codec import MalformedError, json_object
 from parley.jwt.errors import JwksFetchError
+
+if TYPE_CHECKING:
+    import httpx  # imported where used: the customer-side tools never fetch
 
 TIMEOUT_SECONDS: Final = 3.0
 MAX_BODY_BYTES: Final = 256 * 1024
@@ -113,6 +114,8 @@ class JwksFetcher:
 
     def check_url(self, url: str) -> httpx.URL:
         """Refuse a URL that is not absolute http(s) with a host, or http when not allowed."""
+        import httpx
+
         try:
             parsed = httpx.URL(url)
         except (httpx.InvalidURL, TypeError, ValueError):  # UnicodeError is a ValueError
@@ -126,6 +129,8 @@ class JwksFetcher:
 
     async def fetch(self, url: str) -> FetchedJwks:
         """Fetch and parse the JWKS at `url`; raise JwksFetchError with a safe message."""
+        import httpx
+
         target = self.check_url(url)
         try:
             async with asyncio.timeout(self._timeout):
