@@ -57,3 +57,17 @@ def test_api_reference_lists_every_websocket_message() -> None:
     assert {"conversation_created", "audio_chunk", "error", "warning"} <= sent
     for message in sorted(sent | ws._TYPES):
         assert f"| `{message}` |" in text, message
+
+
+def test_gitignore_ignores_default_key_directory() -> None:
+    """docs/jwt.md writes the private key to ./parley-keys: git must never pick it up."""
+    import subprocess
+
+    result = subprocess.run(
+        ["git", "check-ignore", "--no-index", "parley-keys/private_key.pem"],  # noqa: S607
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr

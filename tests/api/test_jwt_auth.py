@@ -460,11 +460,23 @@ async def test_invalid_jwt_on_other_endpoint_still_401(org: Org, http: httpx.Asy
     assert_error(response, 401, "token_expired")
 
 
-async def test_unknown_conversation_with_matching_jwt_404(
+async def test_unknown_conversation_with_matching_jwt_404_explains_websocket_creates_it(
     org: Org, http: httpx.AsyncClient
 ) -> None:
-    response = await read(http, org.token(conversation_id="nope"), "nope")
+    token = org.token(conversation_id="nope")
+    response = await read(http, token, "nope")
     assert_error(response, 404, "conversation_not_found")
+    message = response.json()["error"]["message"]
+    assert "created by the first WebSocket" in message
+    assert "mint a new token" in message
+    # The message is right: the read spent the jti, so the same token is now a replay.
+    assert_error(await read(http, token, "nope"), 409, "jti_replayed")
+
+
+async def test_unknown_conversation_with_api_key_404_plain_message(org: Org) -> None:
+    response = await org.api.get("/v1/conversations/nope")
+    assert_error(response, 404, "conversation_not_found")
+    assert response.json()["error"]["message"] == "Conversation not found."
 
 
 # --- rate limit ------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from parley.errors import (
     ConversationEnded,
     ConversationExists,
     ConversationNotFound,
+    ConversationNotStarted,
     ValidationFailed,
 )
 from parley.ids import new_id
@@ -71,12 +72,18 @@ async def create_conversation(
         return await conversation_repo.load(session, row)
 
 
-async def get_conversation(ctx: Context, *, org_id: str, conversation_id: str) -> Conversation:
-    """Return a conversation of the organization, with its items."""
+async def get_conversation(
+    ctx: Context, *, org_id: str, conversation_id: str, by_jwt: bool = False
+) -> Conversation:
+    """Return a conversation of the organization, with its items.
+
+    `by_jwt`: the caller holds a JWT, whose conversation does not exist until its first
+    WebSocket; the 404 then says so (ConversationNotStarted).
+    """
     async with ctx.db.transaction() as session:
         row = await conversation_repo.get_row(session, org_id, conversation_id)
         if row is None:
-            raise ConversationNotFound()
+            raise ConversationNotStarted() if by_jwt else ConversationNotFound()
         return await conversation_repo.load(session, row)
 
 
