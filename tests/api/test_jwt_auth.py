@@ -248,7 +248,9 @@ async def test_put_jwt_config_issuer_of_other_org_409(
         await other.api.aclose()
 
 
-async def test_https_required_unless_operator_allows(settings_factory: Any) -> None:
+async def test_https_required_unless_operator_allows_refusals_name_switches(
+    settings_factory: Any,
+) -> None:
     app = create_app(settings_factory())
     async with app.router.lifespan_context(app):
         created = await make_org(app.state.context)
@@ -267,6 +269,8 @@ async def test_https_required_unless_operator_allows(settings_factory: Any) -> N
             )
     assert_error(plain, 400, "jwks_unreachable")
     assert_error(private, 400, "jwks_unreachable")
+    assert "set PARLEY_JWKS_ALLOW_HTTP=true" in plain.json()["error"]["message"]
+    assert "set PARLEY_JWKS_ALLOW_PRIVATE_NETWORKS=true" in private.json()["error"]["message"]
 
 
 # --- spec section 7: the JWT error table, exact status and message ----------------------

@@ -40,6 +40,17 @@ DEFAULT_MAX_AGE: Final = 600
 MIN_MAX_AGE: Final = 300
 MAX_MAX_AGE: Final = 86_400
 
+HTTPS_REQUIRED: Final = (
+    "The JWKS URL must use https "
+    "(set PARLEY_JWKS_ALLOW_HTTP=true to allow http, e.g. for local testing)."
+)
+PUBLIC_ADDRESSES_REQUIRED: Final = (
+    "The JWKS host must resolve to public addresses only "
+    "(set PARLEY_JWKS_ALLOW_PRIVATE_NETWORKS=true to allow private, loopback and link-local "
+    "addresses, e.g. for local testing)."
+)
+"""Refusals name the operator's switch: a developer testing on localhost needs both."""
+
 HostResolver = Callable[[str, int], Awaitable[Sequence[str]]]
 """Resolve (host, port) to IP address strings; injectable for tests."""
 
@@ -122,7 +133,7 @@ class JwksFetcher:
             raise JwksFetchError("The JWKS URL is not a valid URL.") from None
         allowed = ("https", "http") if self._allow_http else ("https",)
         if parsed.scheme not in allowed:
-            raise JwksFetchError("The JWKS URL must use https.")
+            raise JwksFetchError(HTTPS_REQUIRED)
         if not parsed.host or parsed.userinfo:
             raise JwksFetchError("The JWKS URL must name a host and no credentials.")
         return parsed
@@ -148,7 +159,7 @@ class JwksFetcher:
         if not addresses:
             raise JwksFetchError("The JWKS host name could not be resolved.")
         if not self._allow_private and not all(map(is_public_address, addresses)):
-            raise JwksFetchError("The JWKS host must resolve to public addresses only.")
+            raise JwksFetchError(PUBLIC_ADDRESSES_REQUIRED)
         return addresses[0]
 
     async def _fetch(self, url: httpx.URL) -> FetchedJwks:
