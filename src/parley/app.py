@@ -11,6 +11,7 @@ from fastapi import FastAPI
 
 from parley import __version__
 from parley.api import log_hygiene, ws
+from parley.api.docs import install_docs
 from parley.api.errors import install_error_handlers
 from parley.api.middleware import AccessLogMiddleware, BodyLimitMiddleware
 from parley.api.openapi import build_openapi
@@ -57,11 +58,12 @@ def create_app(
         version=__version__,
         description=DESCRIPTION,
         lifespan=lifespan,
-        docs_url="/docs",
+        docs_url=None,  # served by install_docs, from packaged assets
         redoc_url=None,
         openapi_url="/openapi.json",
     )
     install_error_handlers(app)
+    install_docs(app)
     log_hygiene.install()
     routers = (
         health.router,
