@@ -26,7 +26,8 @@ and error body.
 
 | client → server | fields |
 |---|---|
-| `config` | `agent`, `project`?, `input_format`?, `output_format`?, `system_prompt`?, `welcome_message`?, `voice_id`? (first, within 10 s) |
+| `config` | `agent`, `project`?, `input_format`?, `output_format`?, `system_prompt`?, \
+`welcome_message`?, `voice_id`? (first, within 10 s) |
 | `audio_chunk` | `audio`: base64, at most 40 ms |
 | `say` | `text` |
 | `generate_reply` | `user_message`?, `system_message`? |
