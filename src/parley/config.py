@@ -8,6 +8,7 @@ from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///parley.db"
+LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")
 
 
 class Settings(BaseSettings):
@@ -49,6 +50,13 @@ class Settings(BaseSettings):
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError("PARLEY_PUBLIC_URL must be an absolute http(s) URL")
         return value.rstrip("/")
+
+    @field_validator("log_level")
+    @classmethod
+    def _log_level(cls, value: str) -> str:
+        if value.lower() not in LOG_LEVELS:
+            raise ValueError(f"must be one of {', '.join(LOG_LEVELS)}")
+        return value.lower()
 
     @property
     def public_host(self) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from parley.cli import api_keys, keys, orgs, serve, tokens
+from parley.cli.environment import serve_epilog
 
 app = typer.Typer(
     name="parley",
@@ -13,7 +14,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,  # plain help: rendering it with rich costs 0.2 s of start-up
 )
-app.command("serve")(serve.serve)
+app.command("serve", epilog=serve_epilog())(serve.serve)
 app.command("migrate")(serve.migrate)
 app.add_typer(orgs.app, name="orgs")
 app.add_typer(api_keys.app, name="api-keys")

@@ -33,6 +33,7 @@ def create(
     }
     text = (
         f"Created organization {created.org.name} ({created.org.id}).\n"
-        f"Its first API key, shown once:\n  {created.api_key.secret}"
+        f"Its first API key, shown once:\n  {created.api_key.secret}\n"
+        f"Lost it? Make another: parley api-keys create --org {created.org.name}"
     )
     emit(value, as_json=as_json, text=text)

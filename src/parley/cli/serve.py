@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import TYPE_CHECKING
 
 import typer
 
-from parley.cli.common import load_settings, migrate_database, run_with_context
+from parley.cli.common import load_settings, run_migration, run_with_context, set_debug
 
 if TYPE_CHECKING:
     from parley.services import Context
@@ -19,6 +18,7 @@ def serve(
     host: str = typer.Option("127.0.0.1", help="Address to listen on."),
     port: int = typer.Option(8000, min=1, max=65535, help="Port to listen on."),
     workers: int = typer.Option(1, min=1, max=64, help="Worker processes (needs Redis above 1)."),
+    debug: bool = typer.Option(False, "--debug", help="Show tracebacks of start-up failures."),
 ) -> None:
     """Migrate the database, create the first organization if there is none, and serve."""
     import uvicorn  # imported here: the other commands start faster without it
@@ -26,6 +26,7 @@ def serve(
     from parley.services import orgs
     from parley.services.live import MAX_MESSAGE_BYTES
 
+    set_debug(debug)
     settings = load_settings()
     if workers > 1 and not settings.distributed:
         typer.echo(
@@ -43,7 +44,9 @@ def serve(
         typer.echo(
             f"Created organization {created.org.name!r} ({created.org.id}). "
             "Its first API key, shown only this once:\n\n"
-            f"    {created.api_key.secret}\n"
+            f"    {created.api_key.secret}\n\n"
+            "Lost it? Make another (the database keeps only its hash):\n"
+            "    parley api-keys create --org default\n"
         )
     logging.basicConfig(
         level=settings.log_level.upper(), format="%(levelname)s %(name)s: %(message)s"
@@ -68,7 +71,5 @@ def serve(
 
 def migrate() -> None:
     """Migrate the database to the newest schema."""
-    settings = load_settings()
-
-    asyncio.run(migrate_database(settings.database_url))
+    run_migration(load_settings())
     typer.echo("The database is at the newest schema.")
