@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI
 
-from parley import __version__
+from parley import __version__, metrics
 from parley.api import log_hygiene, ws
 from parley.api.docs import install_docs
 from parley.api.errors import install_error_handlers
+from parley.api.metrics import install_metrics
 from parley.api.middleware import AccessLogMiddleware, BodyLimitMiddleware
 from parley.api.openapi import build_openapi
 from parley.api.routes import (
@@ -41,9 +42,16 @@ def create_app(
 ) -> FastAPI:
     """Build the ASGI application; resources open in its lifespan, not at import."""
 
+    collected = metrics.Metrics() if settings.metrics else None
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        async with open_context(runtime_options(settings), clock=clock or SystemClock()) as ctx:
+        async with AsyncExitStack() as stack:
+            if collected is not None:
+                stack.enter_context(metrics.activate(collected))
+            ctx = await stack.enter_async_context(
+                open_context(runtime_options(settings), clock=clock or SystemClock())
+            )
             app.state.context = ctx
             app.state.engine_factory = engine_factory or load_engine_factory()
             # The voice loads once per process; warm it while the first requests arrive.
@@ -84,6 +92,9 @@ def create_app(
     app.openapi = openapi  # type: ignore[method-assign]
     app.add_middleware(BodyLimitMiddleware)
     app.add_middleware(AccessLogMiddleware)
+    app.state.metrics = collected
+    if collected is not None:
+        install_metrics(app, token=settings.metrics_token)
     return app
 
 

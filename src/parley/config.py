@@ -27,6 +27,8 @@ class Settings(BaseSettings):
     jwt_rate_per_minute: int = Field(default=60, ge=1, le=1_000_000)
     jwt_rate_burst: int = Field(default=20, ge=1, le=1_000_000)
     log_level: str = "info"
+    metrics: bool = False
+    metrics_token: str | None = None
 
     @field_validator("database_url")
     @classmethod
@@ -50,6 +52,15 @@ class Settings(BaseSettings):
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError("PARLEY_PUBLIC_URL must be an absolute http(s) URL")
         return value.rstrip("/")
+
+    @field_validator("metrics_token")
+    @classmethod
+    def _metrics_token(cls, value: str | None) -> str | None:
+        if value in (None, ""):
+            return None
+        if len(value) < 16 or any(c.isspace() for c in value):
+            raise ValueError("must be at least 16 characters, without spaces")
+        return value
 
     @field_validator("log_level")
     @classmethod

@@ -13,6 +13,8 @@ VARIABLES: tuple[tuple[str, str, str], ...] = (
     ("PARLEY_JWT_RATE_PER_MINUTE", "60", "JWT requests per (iss, sub, conversation)"),
     ("PARLEY_JWT_RATE_BURST", "20", "burst of that rate limit"),
     ("PARLEY_LOG_LEVEL", "info", "critical, error, warning, info, debug or trace"),
+    ("PARLEY_METRICS", "false", "serve Prometheus metrics at /metrics"),
+    ("PARLEY_METRICS_TOKEN", "unset", "bearer token /metrics requires (16+ characters)"),
 )
 
 

@@ -28,6 +28,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
+from parley import metrics
 from parley.jwt._codec import MalformedError, json_object
 from parley.jwt.errors import JwksFetchError
 
@@ -140,6 +141,15 @@ class JwksFetcher:
 
     async def fetch(self, url: str) -> FetchedJwks:
         """Fetch and parse the JWKS at `url`; raise JwksFetchError with a safe message."""
+        try:
+            fetched = await self._fetch_safely(url)
+        except JwksFetchError:
+            metrics.count_jwks_fetch(ok=False)
+            raise
+        metrics.count_jwks_fetch(ok=True)
+        return fetched
+
+    async def _fetch_safely(self, url: str) -> FetchedJwks:
         import httpx
 
         target = self.check_url(url)
