@@ -13,6 +13,7 @@ from parley import __version__, metrics
 from parley.api import log_hygiene, ws
 from parley.api.docs import install_docs
 from parley.api.errors import install_error_handlers
+from parley.api.examples import install_examples
 from parley.api.metrics import install_metrics
 from parley.api.middleware import AccessLogMiddleware, BodyLimitMiddleware
 from parley.api.openapi import build_openapi
@@ -72,6 +73,7 @@ def create_app(
     )
     install_error_handlers(app)
     install_docs(app)
+    install_examples(app)
     log_hygiene.install()
     routers = (
         health.router,
