@@ -16,6 +16,7 @@ the URLs of the README are rewritten to it.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import signal
@@ -115,6 +116,18 @@ def wait_until_serving(server: ServeProcess, base: str, within: float = 120) -> 
     pytest.fail(f"make serve did not answer within {within} s:\n{server.output()}")
 
 
+def run_script(script: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """Run the README's second block with bash, stopping at the first failing command."""
+    return subprocess.run(  # noqa: S603
+        ["bash", "-euo", "pipefail", "-c", script],  # noqa: S607
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
 def test_readme_first_screen_keeps_make_serve_and_make_test() -> None:
     commands, _ = first_screen()
     assert commands[:2] == ["make serve", "make test"]
@@ -125,12 +138,12 @@ async def test_readme_first_screen_ends_in_a_spoken_conversation(
     tmp_path: Path, browser: Browser
 ) -> None:
     commands, script = first_screen()
-    checkout = clone(tmp_path)
+    checkout = await asyncio.to_thread(clone, tmp_path)
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     server = ServeProcess(commands[0], checkout, port)
     try:
-        wait_until_serving(server, base)
+        await asyncio.to_thread(wait_until_serving, server, base)
         output = server.output()
         found = KEY_SHAPE.search(output)
         assert found, output
@@ -141,14 +154,7 @@ async def test_readme_first_screen_ends_in_a_spoken_conversation(
         script = script.replace("http://127.0.0.1:8000", base)
         script, replaced = re.subn(r"^KEY=\S+", f"KEY={key}", script, flags=re.MULTILINE)
         assert replaced == 1, "the block must start by setting KEY"
-        ran = subprocess.run(  # noqa: S603
-            ["bash", "-euo", "pipefail", "-c", script],  # noqa: S607
-            cwd=checkout,
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
+        ran = await asyncio.to_thread(run_script, script, checkout)
         assert ran.returncode == 0, ran.stderr
         assert '"name":"support"' in ran.stdout
         url = ran.stdout.strip().splitlines()[-1]
@@ -179,5 +185,5 @@ async def test_readme_first_screen_ends_in_a_spoken_conversation(
         assert items[1][0] == "user"
         assert len(items) >= 3
     finally:
-        server.stop()
+        await asyncio.to_thread(server.stop)
     assert "Traceback" not in server.output()
