@@ -1,7 +1,7 @@
 .PHONY: serve test check lint install
 
-serve:  ## serve on 127.0.0.1:8000 with embedded SQLite
-	scripts/serve
+serve:  ## serve on 127.0.0.1:8000 (or PORT) with embedded SQLite
+	scripts/serve $(if $(PORT),--port $(PORT))
 
 test:  ## run every test (SQLite, PostgreSQL, Redis)
 	scripts/test

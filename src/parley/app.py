@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI
 
-from parley import __version__
+from parley import __version__, metrics
 from parley.api import log_hygiene, ws
+from parley.api.docs import install_docs
 from parley.api.errors import install_error_handlers
+from parley.api.examples import install_examples
+from parley.api.metrics import install_metrics
 from parley.api.middleware import AccessLogMiddleware, BodyLimitMiddleware
 from parley.api.openapi import build_openapi
 from parley.api.routes import (
@@ -24,15 +27,9 @@ from parley.api.routes import (
 )
 from parley.clock import Clock, SystemClock
 from parley.config import Settings
-from parley.engine import (
-    EngineFactory,
-    EngineOptions,
-    EngineSettings,
-    LlmOptions,
-    VadParams,
-    build_engine_factory,
-)
-from parley.services.runtime import RuntimeOptions, open_context
+from parley.engine import EngineFactory, build_engine_factory
+from parley.options import engine_options, runtime_options
+from parley.services.runtime import open_context
 
 DESCRIPTION = (
     "Parley hosts voice conversations between end users and configurable agents. "
@@ -45,9 +42,16 @@ def create_app(
 ) -> FastAPI:
     """Build the ASGI application; resources open in its lifespan, not at import."""
 
+    collected = metrics.Metrics() if settings.metrics else None
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        async with open_context(runtime_options(settings), clock=clock or SystemClock()) as ctx:
+        async with AsyncExitStack() as stack:
+            if collected is not None:
+                stack.enter_context(metrics.activate(collected))
+            ctx = await stack.enter_async_context(
+                open_context(runtime_options(settings), clock=clock or SystemClock())
+            )
             app.state.context = ctx
             factory = engine_factory or build_engine_factory(engine_options(settings))
             app.state.engine_factory = factory
@@ -65,11 +69,13 @@ def create_app(
         version=__version__,
         description=DESCRIPTION,
         lifespan=lifespan,
-        docs_url="/docs",
+        docs_url=None,  # served by install_docs, from packaged assets
         redoc_url=None,
         openapi_url="/openapi.json",
     )
     install_error_handlers(app)
+    install_docs(app)
+    install_examples(app)
     log_hygiene.install()
     routers = (
         health.router,
@@ -90,44 +96,10 @@ def create_app(
     app.openapi = openapi  # type: ignore[method-assign]
     app.add_middleware(BodyLimitMiddleware)
     app.add_middleware(AccessLogMiddleware)
+    app.state.metrics = collected
+    if collected is not None:
+        install_metrics(app, token=settings.metrics_token)
     return app
-
-
-def runtime_options(settings: Settings) -> RuntimeOptions:
-    """Hand the services the plain values they need from the configuration."""
-    return RuntimeOptions(
-        database_url=settings.database_url,
-        redis_url=settings.redis_url,
-        default_audience=settings.public_host,
-        jwks_allow_http=settings.jwks_allow_http,
-        jwks_allow_private_networks=settings.jwks_allow_private_networks,
-        jwt_max_lifetime_seconds=settings.jwt_max_lifetime_seconds,
-        jwt_rate_per_minute=settings.jwt_rate_per_minute,
-        jwt_rate_burst=settings.jwt_rate_burst,
-    )
-
-
-def engine_options(settings: Settings) -> EngineOptions:
-    """Choose the engine's plug-ins and tuning from the configuration."""
-    llm = None
-    if settings.llm_base_url is not None and settings.llm_model is not None:
-        key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else ""
-        llm = LlmOptions(
-            base_url=settings.llm_base_url,
-            model=settings.llm_model,
-            api_key=key,
-            timeout_s=settings.llm_timeout_seconds,
-        )
-    vad = VadParams(
-        end_silence_ms=settings.vad_end_silence_ms, min_speech_ms=settings.vad_min_speech_ms
-    )
-    return EngineOptions(
-        stt=settings.stt,
-        stt_model=settings.stt_model,
-        stt_threads=settings.stt_threads,
-        llm=llm,
-        tuning=EngineSettings(vad=vad),
-    )
 
 
 def create_app_from_env() -> FastAPI:

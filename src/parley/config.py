@@ -10,6 +10,7 @@ from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///parley.db"
+LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")
 
 
 class Settings(BaseSettings):
@@ -28,6 +29,8 @@ class Settings(BaseSettings):
     jwt_rate_per_minute: int = Field(default=60, ge=1, le=1_000_000)
     jwt_rate_burst: int = Field(default=20, ge=1, le=1_000_000)
     log_level: str = "info"
+    metrics: bool = False
+    metrics_token: str | None = None
 
     # The conversation engine (docs/engine.md).
     stt: Literal["whisper", "none"] = "whisper"
@@ -78,6 +81,22 @@ class Settings(BaseSettings):
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError("PARLEY_PUBLIC_URL must be an absolute http(s) URL")
         return value.rstrip("/")
+
+    @field_validator("metrics_token")
+    @classmethod
+    def _metrics_token(cls, value: str | None) -> str | None:
+        if value in (None, ""):
+            return None
+        if len(value) < 16 or any(c.isspace() for c in value):
+            raise ValueError("must be at least 16 characters, without spaces")
+        return value
+
+    @field_validator("log_level")
+    @classmethod
+    def _log_level(cls, value: str) -> str:
+        if value.lower() not in LOG_LEVELS:
+            raise ValueError(f"must be one of {', '.join(LOG_LEVELS)}")
+        return value.lower()
 
     @property
     def public_host(self) -> str:

@@ -13,8 +13,8 @@
      │    ├── InsufficientScope
      │    └── ConversationIdMismatch, IssuerNotRegistered (parley.jwt.errors)
      ├── NotFound
-     │    └── AgentNotFound, ProjectNotFound, ApiKeyNotFound, ConversationNotFound,
-     │        SessionTokenNotFound
+     │    └── AgentNotFound, ProjectNotFound, ApiKeyNotFound, ConversationNotFound
+     │        (ConversationNotStarted), SessionTokenNotFound
      ├── Conflict .................. the request clashes with stored state
      │    └── NameTaken, AgentDisabled, PhoneNumberTaken, ProjectNotEmpty, ProjectProtected,
      │        ConversationExists, ConversationEnded, IssuerTaken, JtiReplayed
@@ -126,6 +126,16 @@ class ApiKeyNotFound(NotFound):
 class ConversationNotFound(NotFound):
     code = "conversation_not_found"
     message = "Conversation not found."
+
+
+class ConversationNotStarted(ConversationNotFound):
+    """A JWT names a conversation that its first WebSocket has not created yet."""
+
+    message = (
+        "Conversation not found: a conversation named by a JWT is created by the first "
+        "WebSocket connection that uses a token for it (GET /v1/sts/ws?jwt=...). This "
+        "request has spent the token's jti: mint a new token for the WebSocket."
+    )
 
 
 class SessionTokenNotFound(NotFound):

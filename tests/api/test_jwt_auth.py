@@ -248,7 +248,9 @@ async def test_put_jwt_config_issuer_of_other_org_409(
         await other.api.aclose()
 
 
-async def test_https_required_unless_operator_allows(settings_factory: Any) -> None:
+async def test_https_required_unless_operator_allows_refusals_name_switches(
+    settings_factory: Any,
+) -> None:
     app = create_app(settings_factory())
     async with app.router.lifespan_context(app):
         created = await make_org(app.state.context)
@@ -267,6 +269,8 @@ async def test_https_required_unless_operator_allows(settings_factory: Any) -> N
             )
     assert_error(plain, 400, "jwks_unreachable")
     assert_error(private, 400, "jwks_unreachable")
+    assert "set PARLEY_JWKS_ALLOW_HTTP=true" in plain.json()["error"]["message"]
+    assert "set PARLEY_JWKS_ALLOW_PRIVATE_NETWORKS=true" in private.json()["error"]["message"]
 
 
 # --- spec section 7: the JWT error table, exact status and message ----------------------
@@ -460,11 +464,23 @@ async def test_invalid_jwt_on_other_endpoint_still_401(org: Org, http: httpx.Asy
     assert_error(response, 401, "token_expired")
 
 
-async def test_unknown_conversation_with_matching_jwt_404(
+async def test_unknown_conversation_with_matching_jwt_404_explains_websocket_creates_it(
     org: Org, http: httpx.AsyncClient
 ) -> None:
-    response = await read(http, org.token(conversation_id="nope"), "nope")
+    token = org.token(conversation_id="nope")
+    response = await read(http, token, "nope")
     assert_error(response, 404, "conversation_not_found")
+    message = response.json()["error"]["message"]
+    assert "created by the first WebSocket" in message
+    assert "mint a new token" in message
+    # The message is right: the read spent the jti, so the same token is now a replay.
+    assert_error(await read(http, token, "nope"), 409, "jti_replayed")
+
+
+async def test_unknown_conversation_with_api_key_404_plain_message(org: Org) -> None:
+    response = await org.api.get("/v1/conversations/nope")
+    assert_error(response, 404, "conversation_not_found")
+    assert response.json()["error"]["message"] == "Conversation not found."
 
 
 # --- rate limit ------------------------------------------------------------------------------

@@ -76,3 +76,10 @@ def test_serve_refuses_workers_without_redis(cli_env: str) -> None:
     result = runner.invoke(app, ["serve", "--workers", "2"])
     assert result.exit_code == 2
     assert "PARLEY_REDIS_URL" in result.stderr
+
+
+def test_orgs_create_text_tells_how_to_replace_a_lost_key(cli_env: str) -> None:
+    result = runner.invoke(app, ["orgs", "create", "lost-key-org"])
+    assert result.exit_code == 0, result.output
+    assert "shown once" in result.stdout
+    assert "Lost it? Make another: parley api-keys create --org lost-key-org" in result.stdout

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
@@ -26,5 +28,27 @@ async def test_migrations_match_tables(database_url: str) -> None:
             differences = await connection.run_sync(diff)
         assert differences == []
         assert await current_revision(engine) is not None
+    finally:
+        await engine.dispose()
+
+
+def test_head_revision_is_alembics_head() -> None:
+    from alembic.script import ScriptDirectory
+
+    from parley.db.migrate import alembic_config, head_revision
+
+    assert head_revision() == ScriptDirectory.from_config(alembic_config()).get_current_head()
+
+
+async def test_upgrade_if_needed_migrates_an_empty_database_once(tmp_path: Path) -> None:
+    from parley.db.migrate import head_revision, stored_revision, upgrade_if_needed
+
+    engine = create_engine(f"sqlite+aiosqlite:///{tmp_path / 'fresh.db'}")
+    try:
+        assert await stored_revision(engine) is None
+        assert await upgrade_if_needed(engine) is True
+        assert await stored_revision(engine) == head_revision()
+        assert await current_revision(engine) == head_revision()
+        assert await upgrade_if_needed(engine) is False
     finally:
         await engine.dispose()

@@ -1,7 +1,8 @@
-"""The example page, examples/browser/index.html, in a real headless Chromium.
+"""The example page, served by Parley at /examples/browser/, in a real headless Chromium.
 
-Chromium's fake capture device plays a WAV file as the microphone, so the page's own
-AudioWorklet captures, downsamples and streams it to a real uvicorn server over `?jwt=`.
+The JWT and the agent reach the page in its URL fragment, and its WebSocket base URL is its
+own origin. Chromium's fake capture device plays a WAV file as the microphone, so the page's
+own AudioWorklet captures, downsamples and streams it to a real uvicorn server over `?jwt=`.
 Playback is observed by wrapping `AudioBufferSourceNode.start` before the page loads: every
 buffer the page schedules is recorded with its loudness, and its `ended` event proves the
 audio clock played it through. Nothing in the page is changed for the test.
@@ -9,13 +10,10 @@ audio clock played it through. Nothing in the page is changed for the test.
 
 from __future__ import annotations
 
-import functools
 import os
 import shutil
-import threading
 import wave
-from collections.abc import AsyncIterator, Iterator
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +26,7 @@ from tests import databases, speech
 from tests.e2e.conftest import Customer, Server
 from tests.factories import unique_name
 
-EXAMPLE_DIR = Path(__file__).resolve().parents[2] / "examples" / "browser"
+EXAMPLE_PATH = "/examples/browser/"
 CAPTURE_RATE = 48_000
 SILENCE_BEFORE_SPEECH_S = 8.0  # the welcome turn is over well before the user speaks
 SENTENCE = speech.SENTENCES[4]  # "Can you tell me the balance on my account?"
@@ -87,28 +85,6 @@ def write_microphone_wav(path: Path) -> None:
 def database_url(tmp_path: Path, sqlite_template: Path) -> str:
     """SQLite only: the server paths are covered on both databases by test_ws.py."""
     return databases.sqlite_copy(sqlite_template, tmp_path)
-
-
-class QuietHandler(SimpleHTTPRequestHandler):
-    """Serves files without a log line per request."""
-
-    def log_message(self, *_args: Any) -> None:
-        return
-
-
-@pytest.fixture
-def example_site() -> Iterator[str]:
-    """examples/browser served from http://127.0.0.1 (a secure context: mic and worklet)."""
-    handler = functools.partial(QuietHandler, directory=str(EXAMPLE_DIR))
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}/index.html"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join(5)
 
 
 @pytest.fixture
@@ -182,7 +158,7 @@ async def transcript(page: Page) -> list[str]:
 
 @pytest.mark.timeout(180)
 async def test_browser_example_talks_to_agent_with_jwt(
-    server: Server, customer: Customer, example_site: str, browser: Browser, tmp_path: Path
+    server: Server, customer: Customer, browser: Browser, tmp_path: Path
 ) -> None:
     """A full call from the page: welcome, microphone turn, Ask, Say, Hang up, then REST."""
     updated = await customer.api.patch(
@@ -197,10 +173,11 @@ async def test_browser_example_talks_to_agent_with_jwt(
     console_errors: list[str] = []
     page.on("pageerror", lambda error: console_errors.append(str(error)))
     await page.add_init_script(PLAYBACK_PROBE)
-    await page.goto(example_site)
-    await page.fill("#base-url", server.ws)
-    await page.fill("#agent", customer.agent)
-    await page.fill("#jwt", token)
+    await page.goto(f"{server.http}{EXAMPLE_PATH}#jwt={token}&agent={customer.agent}")
+    assert await page.input_value("#base-url") == server.ws  # the page's own origin
+    assert await page.input_value("#agent") == customer.agent
+    assert await page.input_value("#jwt") == token
+    assert page.url == f"{server.http}{EXAMPLE_PATH}"  # the fragment is gone from the bar
     await page.click("#connect")
 
     # The handshake, config and the welcome turn, played through by the page.

@@ -195,9 +195,10 @@ async def test_fetch_bad_answer_refused(server: _Server, path: str, reason: str)
 async def test_fetch_loopback_refused_without_private_networks(server: _Server) -> None:
     async with httpx.AsyncClient(trust_env=False) as client:
         fetcher = JwksFetcher(client, allow_http=True)
-        with pytest.raises(JwksFetchError, match="public"):
+        with pytest.raises(JwksFetchError, match="public") as caught:
             await fetcher.fetch(url_of(server, "/jwks"))
     assert server.requests == []
+    assert "PARLEY_JWKS_ALLOW_PRIVATE_NETWORKS=true" in caught.value.message
 
 
 # --- MockTransport: the address guard and the request shape -------------------------
@@ -376,3 +377,17 @@ async def test_fetch_invalid_content_length_refused(length: bytes) -> None:
 )
 def test_parse_max_age_clamped(header: str | None, seconds: int) -> None:
     assert parse_max_age(header) == seconds
+
+
+async def test_fetch_http_refusal_names_the_operator_switch() -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        raise AssertionError("no request may be sent")
+
+    fetcher, client = mock_fetcher(handler, "93.184.216.34")
+    async with client:
+        with pytest.raises(JwksFetchError) as caught:
+            await fetcher.fetch("http://example.com/jwks.json")
+    assert caught.value.message == (
+        "The JWKS URL must use https "
+        "(set PARLEY_JWKS_ALLOW_HTTP=true to allow http, e.g. for local testing)."
+    )

@@ -14,7 +14,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from parley import errors
+from parley import errors, metrics
 
 log = logging.getLogger("parley.api")
 
@@ -36,6 +36,20 @@ _HTTP_CODES = {
     405: ("method_not_allowed", "Method not allowed."),
     413: ("payload_too_large", "The request body is larger than 1 MiB."),
 }
+
+
+AUTH_REFUSAL_CODES = frozenset(
+    {
+        "multiple_credentials",
+        "insufficient_scope",
+        "issuer_not_registered",
+        "conversation_id_mismatch",
+        "jti_replayed",
+        "rate_limited",
+        "jwks_unavailable",
+    }
+)
+"""Besides every 401: the refusals of a credential (API.md sections 1 and 7)."""
 
 
 def status_for(error: errors.ParleyError) -> int:
@@ -65,8 +79,10 @@ def error_headers(error: errors.ParleyError, status: int) -> dict[str, str]:
 
 
 def error_response(error: errors.ParleyError) -> JSONResponse:
-    """Render a Parley error as its HTTP response."""
+    """Render a Parley error as its HTTP response (REST and refused WebSocket handshakes)."""
     status = status_for(error)
+    if status == 401 or error.code in AUTH_REFUSAL_CODES:
+        metrics.count_auth_refusal(error.code)
     return JSONResponse(error_body(error), status_code=status, headers=error_headers(error, status))
 
 

@@ -9,6 +9,50 @@ from fastapi.openapi.utils import get_openapi
 
 PUBLIC_PATHS = {"/health"}
 
+WEBSOCKET_DESCRIPTION = """
+
+## Conversation WebSocket: `GET /v1/sts/ws`
+
+OpenAPI cannot describe a WebSocket; this is its summary (the repository's docs/api.md has
+every field and docs/conversations.md an example per message).
+
+**Handshake.** One credential: `?jwt=`, `?session_token=` or `Authorization: Bearer`
+(an API key only in the header). With a JWT the conversation is its `conversation_id`
+claim, created by this first connection, and the handshake spends the token's `jti`.
+Optional `?conversation_id=`. A refused handshake is an HTTP answer with the REST status
+and error body.
+
+**Frames** are JSON text objects with a `type`, at most 1 MiB.
+
+| client → server | fields |
+|---|---|
+| `config` | `agent`, `project`?, `input_format`?, `output_format`?, `system_prompt`?, \
+`welcome_message`?, `voice_id`? (first, within 10 s) |
+| `audio_chunk` | `audio`: base64, at most 40 ms |
+| `say` | `text` |
+| `generate_reply` | `user_message`?, `system_message`? |
+| `set_external_id` | `external_id` |
+| `update_system_prompt` | `system_prompt` |
+| `mute` / `unmute` | |
+
+| server → client | fields |
+|---|---|
+| `conversation_created` | `conversation_id` |
+| `ready_to_start_conversation` | |
+| `user_started_speaking` / `user_finished_speaking` | |
+| `input_text` | `text`, `language` |
+| `assistant_started_speaking` / `assistant_finished_speaking` | |
+| `audio_chunk` | `audio` (100 ms), `text` |
+| `interrupted_response` | `text` |
+| `assistant_ended_conversation` | |
+| `error` | `error`: `{message, code}`, `param_errors`? |
+| `warning` | `warning`: `{message, code}` |
+
+**Close codes:** 1000 (ended), 1008 (`config timeout`, `agent_disabled`,
+`conversation_ended`, `conversation_exists`, `token expired`, `session token revoked`),
+1009 (`message too big`).
+"""
+
 
 def build_openapi(app: FastAPI) -> dict[str, Any]:
     """Return the OpenAPI schema, built once and cached on the app."""
@@ -16,6 +60,9 @@ def build_openapi(app: FastAPI) -> dict[str, Any]:
         return app.openapi_schema
     schema = get_openapi(
         title=app.title, version=app.version, description=app.description, routes=app.routes
+    )
+    schema["info"]["description"] = (schema["info"].get("description") or "") + (
+        WEBSOCKET_DESCRIPTION
     )
     components = schema.setdefault("components", {})
     components.setdefault("securitySchemes", {})["bearer"] = {

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import typer
 
 from parley.cli.common import JsonOption, emit, load_settings, run_with_context
 from parley.clock import isoformat
-from parley.records import IssuedApiKey
-from parley.services import Context, api_keys, orgs
 
-app = typer.Typer(help="Manage API keys.", no_args_is_help=True)
+if TYPE_CHECKING:
+    from parley.records import IssuedApiKey
+    from parley.services import Context
+
+app = typer.Typer(help="Manage API keys.", no_args_is_help=True, rich_markup_mode=None)
 
 
 @app.command("create")
@@ -19,6 +23,7 @@ def create(
     as_json: bool = JsonOption,
 ) -> None:
     """Create an API key; its secret is printed once."""
+    from parley.services import api_keys, orgs
 
     async def use(ctx: Context) -> IssuedApiKey:
         found = await orgs.find_org(ctx, id_or_name=org)

@@ -1,68 +1,214 @@
-"""What the operator commands share: settings, a migrated database, JSON or text output."""
+"""What the operator commands share: settings, a checked and migrated database, output.
+
+Start-up time matters for a command line: this module, like every `parley.cli` module,
+imports the heavy layers (the app, the database, the services) inside the functions that
+need them, so `parley --help`, `parley keys …` and `parley token …` never load them
+(bench/cli_start.py measures it).
+
+Misconfiguration ends a command with one clear message on stderr that names the variable
+and its value (passwords masked) and no traceback (`parley serve --debug` shows it):
+
+- exit 2: a `PARLEY_*` value is invalid (one line per variable);
+- exit 3: the database or Redis named by the configuration cannot be used;
+- exit 1: the command itself was refused (e.g. a name already taken) or failed.
+"""
 
 from __future__ import annotations
 
-import asyncio
 import json
+import os
 import sys
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+from urllib.parse import urlsplit, urlunsplit
 
 import typer
 
-from parley.app import runtime_options
-from parley.clock import SystemClock
-from parley.config import Settings
-from parley.db.engine import create_engine
-from parley.db.migrate import upgrade
-from parley.errors import ParleyError
-from parley.services import Context
-from parley.services.runtime import open_context
+if TYPE_CHECKING:
+    from pydantic import ValidationError
+
+    from parley.config import Settings
+    from parley.services import Context
 
 T = TypeVar("T")
 
 JsonOption = typer.Option(False, "--json", help="Print the result as JSON.")
+EXIT_FAILED, EXIT_INVALID_CONFIGURATION, EXIT_DEPENDENCY_UNAVAILABLE = 1, 2, 3
+SECRET_VARIABLES = frozenset({"PARLEY_METRICS_TOKEN"})
+_debug = False
+
+
+def set_debug(enabled: bool) -> None:
+    """Show tracebacks of unexpected failures (`parley serve --debug`)."""
+    global _debug
+    _debug = enabled
+
+
+def fail(message: str, code: int) -> NoReturn:
+    """Print `error: message` on stderr and end the command with `code`."""
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(code)
+
+
+def mask_url(value: str) -> str:
+    """Return the URL with its password replaced by `****` (and unchanged otherwise)."""
+    try:
+        parts = urlsplit(value)
+        password = parts.password
+    except ValueError:
+        return value
+    if not password:
+        return value
+    netloc = parts.netloc.replace(f":{password}@", ":****@", 1)
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+def shown_value(variable: str, value: object) -> str:
+    """How a variable's value appears in a message: secrets hidden, URLs masked."""
+    if variable in SECRET_VARIABLES:
+        return "'****'"
+    text = mask_url(value) if isinstance(value, str) else repr(value)
+    if len(text) > 120:
+        text = text[:117] + "..."
+    return repr(text) if isinstance(value, str) else text
+
+
+def variable_as_set(variable: str, fallback: str) -> str:
+    """The value as the operator wrote it (environment), else the normalized setting."""
+    return os.environ.get(variable) or fallback
 
 
 def load_settings() -> Settings:
-    """Read the settings, or exit with the validation message."""
+    """Read the settings, or exit 2 with one line per invalid variable."""
+    from pydantic import ValidationError
+
+    from parley.config import Settings
+
     try:
         return Settings()
-    except ValueError as error:
-        typer.echo(f"error: invalid configuration: {error}", err=True)
-        raise typer.Exit(2) from None
+    except ValidationError as error:
+        fail(_validation_lines(error), EXIT_INVALID_CONFIGURATION)
+    except ValueError as error:  # e.g. a .env file that cannot be parsed
+        fail(f"invalid configuration: {error}", EXIT_INVALID_CONFIGURATION)
+
+
+def _validation_lines(error: ValidationError) -> str:
+    lines = ["invalid configuration:"]
+    for item in error.errors():
+        field = str(item["loc"][0]) if item.get("loc") else "?"
+        variable = f"PARLEY_{field.upper()}"
+        message = str(item.get("msg", "is invalid")).removeprefix("Value error, ")
+        message = message.removeprefix(f"{variable} ")
+        value = shown_value(variable, item.get("input"))
+        lines.append(f"  {variable}={value}: {message}")
+    return "\n".join(lines)
+
+
+async def check_dependencies(settings: Settings) -> None:
+    """Open the database and ping Redis once; exit 3 with the reason if either fails."""
+    from parley.db.probe import DatabaseProbeFailed, probe_database
+    from parley.stores.probe import RedisProbeFailed, probe_redis
+
+    try:
+        await probe_database(settings.database_url)
+    except DatabaseProbeFailed as error:
+        _trace(error)
+        value = mask_url(variable_as_set("PARLEY_DATABASE_URL", settings.database_url))
+        fail(f"PARLEY_DATABASE_URL={value}: {error}", EXIT_DEPENDENCY_UNAVAILABLE)
+    if settings.redis_url is not None:
+        try:
+            await probe_redis(settings.redis_url)
+        except RedisProbeFailed as error:
+            _trace(error)
+            value = mask_url(settings.redis_url)
+            fail(
+                f"PARLEY_REDIS_URL={value}: {error}. Parley does not start without the Redis "
+                "it is configured with (unset PARLEY_REDIS_URL for in-process stores)",
+                EXIT_DEPENDENCY_UNAVAILABLE,
+            )
+
+
+def _trace(error: BaseException) -> None:
+    """With --debug, print the traceback of the driver error behind a probe's message."""
+    if _debug:
+        import traceback
+
+        traceback.print_exception(error.__cause__ or error, file=sys.stderr)
 
 
 def run_with_context(
     settings: Settings, use: Callable[[Context], Awaitable[T]], *, as_json: bool = False
 ) -> T:
-    """Migrate the database, run `use` with a services context, and close everything."""
+    """Check the dependencies, migrate the database, run `use` with a services context."""
+    from parley.clock import SystemClock
+    from parley.options import runtime_options
+    from parley.services.runtime import open_context
 
     async def main() -> T:
+        await check_dependencies(settings)
         await migrate_database(settings.database_url)
         async with open_context(runtime_options(settings), clock=SystemClock()) as ctx:
             return await use(ctx)
 
+    return run(main(), as_json=as_json)
+
+
+def run_migration(settings: Settings) -> None:
+    """Check the dependencies and migrate the database (`parley migrate`)."""
+
+    async def main() -> None:
+        await check_dependencies(settings)
+        await migrate_database(settings.database_url)
+
+    run(main())
+
+
+def run(work: Awaitable[T], *, as_json: bool = False) -> T:
+    """Run `work` to completion; turn failures into a message and an exit code."""
+    import asyncio
+
+    from parley.errors import ParleyError
+
+    async def main() -> T:
+        return await work
+
     try:
         return asyncio.run(main())
     except ParleyError as error:
-        if as_json:
-            body = {"error": {"message": error.message, "code": error.code}}
-            if error.param_errors:
-                body["param_errors"] = error.param_errors
-            print(json.dumps(body), file=sys.stderr)
-        else:
-            print(f"error: {error.message} ({error.code})", file=sys.stderr)
-            for field, message in (error.param_errors or {}).items():
-                print(f"  {field}: {message}", file=sys.stderr)
-        raise typer.Exit(1) from None
+        _print_refusal(error, as_json=as_json)
+        raise typer.Exit(EXIT_FAILED) from None
+    except (typer.Exit, KeyboardInterrupt):
+        raise
+    except Exception as error:
+        if _debug:
+            raise
+        first_line = (mask_url(str(error)).splitlines() or [""])[0]
+        fail(
+            f"{type(error).__name__}: {first_line} (`parley serve --debug` shows the traceback)",
+            EXIT_FAILED,
+        )
+
+
+def _print_refusal(error: Any, *, as_json: bool) -> None:
+    if as_json:
+        body = {"error": {"message": error.message, "code": error.code}}
+        if error.param_errors:
+            body["param_errors"] = error.param_errors
+        print(json.dumps(body), file=sys.stderr)
+        return
+    print(f"error: {error.message} ({error.code})", file=sys.stderr)
+    for field, message in (error.param_errors or {}).items():
+        print(f"  {field}: {message}", file=sys.stderr)
 
 
 async def migrate_database(url: str) -> None:
     """Bring the database at `url` to the newest schema."""
+    from parley.db.engine import create_engine
+    from parley.db.migrate import upgrade_if_needed
+
     engine = create_engine(url)
     try:
-        await upgrade(engine)
+        await upgrade_if_needed(engine)
     finally:
         await engine.dispose()
 

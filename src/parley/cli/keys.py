@@ -15,9 +15,9 @@ from pathlib import Path
 
 import typer
 
-from parley.jwt.mint import generate_key_pair
-
-app = typer.Typer(help="Make signing keys for customer-minted JWTs.", no_args_is_help=True)
+app = typer.Typer(
+    help="Make signing keys for customer-minted JWTs.", no_args_is_help=True, rich_markup_mode=None
+)
 
 PRIVATE_KEY_FILE = "private_key.pem"
 JWKS_FILE = "jwks.json"
@@ -45,6 +45,8 @@ def generate(
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ) -> None:
     """Generate a key pair: a private key to keep and the JWKS to publish."""
+    from parley.jwt.mint import generate_key_pair
+
     private_path, jwks_path = out / PRIVATE_KEY_FILE, out / JWKS_FILE
     existing = [str(p) for p in (private_path, jwks_path) if p.exists()]
     if existing and not force:

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import typer
 
 from parley.cli.common import JsonOption, emit, load_settings, run_with_context
-from parley.services import Context, orgs
 
-app = typer.Typer(help="Manage organizations.", no_args_is_help=True)
+if TYPE_CHECKING:
+    from parley.services import Context
+    from parley.services.orgs import NewOrganization
+
+app = typer.Typer(help="Manage organizations.", no_args_is_help=True, rich_markup_mode=None)
 
 
 @app.command("create")
@@ -16,8 +21,9 @@ def create(
     as_json: bool = JsonOption,
 ) -> None:
     """Create an organization with its `main` project and a first API key."""
+    from parley.services import orgs
 
-    async def use(ctx: Context) -> orgs.NewOrganization:
+    async def use(ctx: Context) -> NewOrganization:
         return await orgs.create_org(ctx, name=name)
 
     created = run_with_context(load_settings(), use, as_json=as_json)
@@ -27,6 +33,7 @@ def create(
     }
     text = (
         f"Created organization {created.org.name} ({created.org.id}).\n"
-        f"Its first API key, shown once:\n  {created.api_key.secret}"
+        f"Its first API key, shown once:\n  {created.api_key.secret}\n"
+        f"Lost it? Make another: parley api-keys create --org {created.org.name}"
     )
     emit(value, as_json=as_json, text=text)

@@ -2,24 +2,32 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
+from typing import TYPE_CHECKING
 
 import typer
-import uvicorn
 
-from parley.cli.common import load_settings, migrate_database, run_with_context
-from parley.config import Settings
-from parley.services import Context, orgs
-from parley.services.live import MAX_MESSAGE_BYTES
+from parley.cli.common import load_settings, run_migration, run_with_context, set_debug
+
+if TYPE_CHECKING:
+    from parley.config import Settings
+    from parley.services import Context
+    from parley.services.orgs import NewOrganization
 
 
 def serve(
     host: str = typer.Option("127.0.0.1", help="Address to listen on."),
     port: int = typer.Option(8000, min=1, max=65535, help="Port to listen on."),
     workers: int = typer.Option(1, min=1, max=64, help="Worker processes (needs Redis above 1)."),
+    debug: bool = typer.Option(False, "--debug", help="Show tracebacks of start-up failures."),
 ) -> None:
     """Migrate the database, create the first organization if there is none, and serve."""
+    import uvicorn  # imported here: the other commands start faster without it
+
+    from parley.services import orgs
+    from parley.services.live import MAX_MESSAGE_BYTES
+
+    set_debug(debug)
     settings = load_settings()
     if workers > 1 and not settings.distributed:
         typer.echo(
@@ -30,7 +38,7 @@ def serve(
         raise typer.Exit(2)
     check_speech_model(settings)
 
-    async def bootstrap(ctx: Context) -> orgs.NewOrganization | None:
+    async def bootstrap(ctx: Context) -> NewOrganization | None:
         return await orgs.bootstrap(ctx)
 
     created = run_with_context(settings, bootstrap)
@@ -38,7 +46,9 @@ def serve(
         typer.echo(
             f"Created organization {created.org.name!r} ({created.org.id}). "
             "Its first API key, shown only this once:\n\n"
-            f"    {created.api_key.secret}\n"
+            f"    {created.api_key.secret}\n\n"
+            "Lost it? Make another (the database keeps only its hash):\n"
+            "    parley api-keys create --org default\n"
         )
     logging.basicConfig(
         level=settings.log_level.upper(), format="%(levelname)s %(name)s: %(message)s"
@@ -82,7 +92,5 @@ def check_speech_model(settings: Settings) -> None:
 
 def migrate() -> None:
     """Migrate the database to the newest schema."""
-    settings = load_settings()
-
-    asyncio.run(migrate_database(settings.database_url))
+    run_migration(load_settings())
     typer.echo("The database is at the newest schema.")

@@ -8,8 +8,10 @@ from contextlib import asynccontextmanager
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
+from parley import metrics
 from parley.db.engine import create_engine, create_sessionmaker
 from parley.db.errors import UniqueViolations, translated
+from parley.errors import Unavailable
 
 
 class Database:
@@ -33,9 +35,14 @@ class Database:
         self, unique_violations: UniqueViolations | None = None
     ) -> AsyncIterator[AsyncSession]:
         """Yield a session inside one transaction: committed on success, else rolled back."""
-        with translated(unique_violations):
-            async with self._sessions() as session, session.begin():
-                yield session
+        try:
+            with translated(unique_violations):
+                async with self._sessions() as session, session.begin():
+                    yield session
+        except Unavailable as error:
+            if type(error) is Unavailable:  # what translated() makes of a database failure
+                metrics.count_store_error("database")
+            raise
 
     async def ping(self) -> None:
         """Run a trivial query; raise Unavailable when the database does not answer."""

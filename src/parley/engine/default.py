@@ -25,6 +25,7 @@ from typing import Self
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
+from parley import metrics
 from parley.clock import Clock
 from parley.engine.audio import OUTPUT_CHUNK_MS, check_input_chunk, decode
 from parley.engine.base import (
@@ -82,6 +83,7 @@ class _Reply:
     user_message: str | None = None
     system_message: str | None = None
     transcribed: bool = True
+    turn_ended_at: float | None = None  # monotonic end of the user's turn it answers
 
 
 @dataclass(frozen=True)
@@ -282,6 +284,7 @@ class DefaultEngine:
                 continue
             if transcript is None or not transcript.text.strip():
                 continue
+            metrics.observe_queue_time("stt", transcript.queue_seconds)
             turn_log.info(
                 "turn recognized %.0f ms after the end of speech (queue %.0f ms, decode %.0f ms,"
                 " %d words)",
@@ -295,7 +298,13 @@ class DefaultEngine:
             if self._ear().detector.in_turn:
                 continue  # the user goes on talking: the reply to that turn answers both
             try:
-                self._queue(_Reply(transcript.text, transcribed=not transcript.placeholder))
+                self._queue(
+                    _Reply(
+                        transcript.text,
+                        transcribed=not transcript.placeholder,
+                        turn_ended_at=heard.ended_at,
+                    )
+                )
             except TooManyPendingResponses:
                 await self._warn("reply_dropped", "Too many responses queued; one was dropped.")
 
@@ -310,6 +319,9 @@ class DefaultEngine:
                     await self._warn("response_failed", "The assistant's response failed.")
                     await self._speaker.speak(_text_only(APOLOGY), response)
             self._current = None
+            ended_at = job.turn_ended_at if isinstance(job, _Reply) else None
+            if ended_at is not None and response.first_audio_at is not None:
+                metrics.observe_turn_latency(response.first_audio_at - ended_at)
             if response.scope.cancelled_caught and response.started:
                 heard = response.heard(self._clock.monotonic())
                 if heard:

@@ -51,6 +51,7 @@ class Response:
 
     scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
     started: bool = False
+    first_audio_at: float | None = None  # monotonic time of the first chunk
     sent: list[_Played] = field(default_factory=list)
 
     @property
@@ -151,6 +152,7 @@ class Speaker:
         for index, chunk in enumerate(split_chunks(fmt, data, self._chunk_ms)):
             if not response.started:
                 response.started = True
+                response.first_audio_at = self._clock.monotonic()
                 await self._emit(AssistantStartedSpeaking())
             await pacer.wait_for_room()
             await self._emit(AudioChunk(chunk, sentence if index == 0 else ""))

@@ -26,18 +26,31 @@ import ipaddress
 import socket
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-import httpx
-
+from parley import metrics
 from parley.jwt._codec import MalformedError, json_object
 from parley.jwt.errors import JwksFetchError
+
+if TYPE_CHECKING:
+    import httpx  # imported where used: the customer-side tools never fetch
 
 TIMEOUT_SECONDS: Final = 3.0
 MAX_BODY_BYTES: Final = 256 * 1024
 DEFAULT_MAX_AGE: Final = 600
 MIN_MAX_AGE: Final = 300
 MAX_MAX_AGE: Final = 86_400
+
+HTTPS_REQUIRED: Final = (
+    "The JWKS URL must use https "
+    "(set PARLEY_JWKS_ALLOW_HTTP=true to allow http, e.g. for local testing)."
+)
+PUBLIC_ADDRESSES_REQUIRED: Final = (
+    "The JWKS host must resolve to public addresses only "
+    "(set PARLEY_JWKS_ALLOW_PRIVATE_NETWORKS=true to allow private, loopback and link-local "
+    "addresses, e.g. for local testing)."
+)
+"""Refusals name the operator's switch: a developer testing on localhost needs both."""
 
 HostResolver = Callable[[str, int], Awaitable[Sequence[str]]]
 """Resolve (host, port) to IP address strings; injectable for tests."""
@@ -113,19 +126,32 @@ class JwksFetcher:
 
     def check_url(self, url: str) -> httpx.URL:
         """Refuse a URL that is not absolute http(s) with a host, or http when not allowed."""
+        import httpx
+
         try:
             parsed = httpx.URL(url)
         except (httpx.InvalidURL, TypeError, ValueError):  # UnicodeError is a ValueError
             raise JwksFetchError("The JWKS URL is not a valid URL.") from None
         allowed = ("https", "http") if self._allow_http else ("https",)
         if parsed.scheme not in allowed:
-            raise JwksFetchError("The JWKS URL must use https.")
+            raise JwksFetchError(HTTPS_REQUIRED)
         if not parsed.host or parsed.userinfo:
             raise JwksFetchError("The JWKS URL must name a host and no credentials.")
         return parsed
 
     async def fetch(self, url: str) -> FetchedJwks:
         """Fetch and parse the JWKS at `url`; raise JwksFetchError with a safe message."""
+        try:
+            fetched = await self._fetch_safely(url)
+        except JwksFetchError:
+            metrics.count_jwks_fetch(ok=False)
+            raise
+        metrics.count_jwks_fetch(ok=True)
+        return fetched
+
+    async def _fetch_safely(self, url: str) -> FetchedJwks:
+        import httpx
+
         target = self.check_url(url)
         try:
             async with asyncio.timeout(self._timeout):
@@ -143,7 +169,7 @@ class JwksFetcher:
         if not addresses:
             raise JwksFetchError("The JWKS host name could not be resolved.")
         if not self._allow_private and not all(map(is_public_address, addresses)):
-            raise JwksFetchError("The JWKS host must resolve to public addresses only.")
+            raise JwksFetchError(PUBLIC_ADDRESSES_REQUIRED)
         return addresses[0]
 
     async def _fetch(self, url: httpx.URL) -> FetchedJwks:

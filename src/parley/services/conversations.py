@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+from parley import metrics
 from parley.clock import utcnow
 from parley.db.repos import agents as agent_repo
 from parley.db.repos import conversations as conversation_repo
@@ -14,6 +15,7 @@ from parley.errors import (
     ConversationEnded,
     ConversationExists,
     ConversationNotFound,
+    ConversationNotStarted,
     ValidationFailed,
 )
 from parley.ids import new_id
@@ -71,12 +73,18 @@ async def create_conversation(
         return await conversation_repo.load(session, row)
 
 
-async def get_conversation(ctx: Context, *, org_id: str, conversation_id: str) -> Conversation:
-    """Return a conversation of the organization, with its items."""
+async def get_conversation(
+    ctx: Context, *, org_id: str, conversation_id: str, by_jwt: bool = False
+) -> Conversation:
+    """Return a conversation of the organization, with its items.
+
+    `by_jwt`: the caller holds a JWT, whose conversation does not exist until its first
+    WebSocket; the 404 then says so (ConversationNotStarted).
+    """
     async with ctx.db.transaction() as session:
         row = await conversation_repo.get_row(session, org_id, conversation_id)
         if row is None:
-            raise ConversationNotFound()
+            raise ConversationNotStarted() if by_jwt else ConversationNotFound()
         return await conversation_repo.load(session, row)
 
 
@@ -179,7 +187,9 @@ async def start_live(
             row.status = "live"
             row.started_at = row.started_at or now
             row.end_user = row.end_user or end_user
-        return await conversation_repo.load(session, row), agent_record
+        live = await conversation_repo.load(session, row), agent_record
+    metrics.conversation_went_live()
+    return live
 
 
 async def check_can_open(ctx: Context, *, org_id: str, conversation_id: str) -> None:
@@ -193,7 +203,8 @@ async def check_can_open(ctx: Context, *, org_id: str, conversation_id: str) -> 
 
 
 async def finish_live(ctx: Context, *, org_id: str, conversation_id: str) -> None:
-    """Mark a conversation ended when its socket closes."""
+    """Mark a conversation ended when its socket closes (its start_live succeeded)."""
+    metrics.conversation_ended()
     async with ctx.db.transaction() as session:
         row = await conversation_repo.get_row(session, org_id, conversation_id, for_update=True)
         if row is not None and row.status != "ended":

@@ -29,6 +29,7 @@ from redis.asyncio import Redis
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
+from parley import metrics
 from parley.errors import Unavailable
 from parley.stores.base import RateDecision
 
@@ -76,6 +77,7 @@ def _unavailable_on_redis_errors() -> Iterator[None]:
     try:
         yield
     except REDIS_ERRORS as exc:
+        metrics.count_store_error("redis")
         raise Unavailable() from exc
 
 

@@ -99,6 +99,9 @@ async def get_conversation(
     if not principal.may_access(conversation_id):
         raise InsufficientScope()
     conversation = await conversations.get_conversation(
-        ctx, org_id=principal.org_id, conversation_id=conversation_id
+        ctx,
+        org_id=principal.org_id,
+        conversation_id=conversation_id,
+        by_jwt=principal.kind == "jwt",
     )
     return ConversationEnvelope(conversation=conversation_out(conversation))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +20,7 @@ import anyio
 import anyio.to_thread
 import numpy as np
 
+from parley import metrics
 from parley.engine.audio import Samples
 from parley.engine.errors import SynthesizerUnavailable
 
@@ -101,7 +103,9 @@ class HibariSynthesizer:
 
     def _synthesize(self, text: str, voice: str) -> Samples:
         loaded = self._voice(voice)
+        waiting = time.perf_counter()
         with loaded.lock:
+            metrics.observe_queue_time("tts", time.perf_counter() - waiting)
             audio = loaded.tts(text, seed=self._seed)
         return np.asarray(audio, dtype=np.float32)
 

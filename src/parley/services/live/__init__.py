@@ -6,7 +6,12 @@ and stored items; watchdog.py closes the socket on expiry, revocation or an end 
 elsewhere.
 """
 
-from parley.services.live.frames import MAX_MESSAGE_BYTES, ClientFrame, parse_frame
+from parley.services.live.frames import (
+    CLIENT_MESSAGE_TYPES,
+    MAX_MESSAGE_BYTES,
+    ClientFrame,
+    parse_frame,
+)
 from parley.services.live.handshake import Handshake, open_handshake
 from parley.services.live.session import (
     CONFIG_TIMEOUT_SECONDS,
@@ -18,6 +23,7 @@ from parley.services.live.session import (
 from parley.services.live.watchdog import WATCH_INTERVAL_SECONDS
 
 __all__ = [
+    "CLIENT_MESSAGE_TYPES",
     "CONFIG_TIMEOUT_SECONDS",
     "MAX_MESSAGE_BYTES",
     "WATCH_INTERVAL_SECONDS",

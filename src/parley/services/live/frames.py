@@ -84,7 +84,7 @@ ClientFrame = (
     Configure | FeedAudio | Say | GenerateReply | SetExternalId | UpdateSystemPrompt | Mute
 )
 _frames: TypeAdapter[ClientFrame] = TypeAdapter(Annotated[ClientFrame, Field(discriminator="type")])
-_TYPES = frozenset(
+CLIENT_MESSAGE_TYPES = frozenset(
     {
         "config",
         "audio_chunk",
@@ -106,7 +106,7 @@ def parse_frame(text: str) -> ClientFrame:
         raise InvalidJson("The message is not valid JSON.") from None
     if not isinstance(raw, dict) or not isinstance(raw.get("type"), str):
         raise ValidationFailed(param_errors={"type": "every message is an object with a type"})
-    if raw["type"] not in _TYPES:
+    if raw["type"] not in CLIENT_MESSAGE_TYPES:
         raise UnknownMessageType(f"Unknown message type: {raw['type'][:40]!r}.")
     try:
         frame: ClientFrame = _frames.validate_python(raw)
@@ -118,7 +118,7 @@ def parse_frame(text: str) -> ClientFrame:
 def _param_errors(error: ValidationError) -> dict[str, str]:
     found: dict[str, str] = {}
     for item in error.errors():
-        location = [str(p) for p in item.get("loc", ()) if p not in _TYPES]
+        location = [str(p) for p in item.get("loc", ()) if p not in CLIENT_MESSAGE_TYPES]
         found.setdefault(".".join(location) or "message", str(item.get("msg", "is invalid")))
     return found
 

@@ -3,14 +3,21 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable
 
+from parley.errors import Unavailable
 from parley.services import conversations
 from parley.services.context import Context
 from parley.services.live.handshake import Handshake
 
+log = logging.getLogger(__name__)
+
 WATCH_INTERVAL_SECONDS = 0.5
 """How often a live socket checks revocation, expiry and an ended conversation (< 2 s)."""
+STORE_OUTAGE_SECONDS = 2.0
+"""How long a live socket rides out an unreachable revocation store (API.md section 6's
+bound on revocation) before it closes 1011."""
 
 
 async def watch(
@@ -20,18 +27,39 @@ async def watch(
 
     - a JWT's socket closes 1008 `token expired` once `exp` + 30 s passes (spec 5.4 rule 10);
     - a session token's socket closes 1008 within 2 s of its revocation (API.md section 6);
-    - `POST /v1/conversations/{id}/end` closes the socket 1000 on whichever instance holds it.
+    - `POST /v1/conversations/{id}/end` closes the socket 1000 on whichever instance holds it;
+    - a revocation store that stays unreachable for `STORE_OUTAGE_SECONDS` closes it 1011:
+      a shorter outage is ridden out (new requests fail closed meanwhile), a longer one
+      would let a revoked token's socket outlive the revocation bound.
     """
+    outage_since: float | None = None
     while True:
         await asyncio.sleep(WATCH_INTERVAL_SECONDS)
         if handshake.expires_at is not None and ctx.clock.time() > handshake.expires_at:
             return 1008, "token expired"
-        if handshake.revocable_id is not None and await ctx.revocations.is_revoked(
-            handshake.revocable_id
-        ):
-            return 1008, "session token revoked"
-        current = conversation_id()
-        if current is not None and await ctx.revocations.is_revoked(
-            conversations.ended_marker(handshake.principal.org_id, current)
-        ):
-            return 1000, "conversation ended"
+        try:
+            verdict = await _revoked(ctx, handshake, conversation_id())
+        except Unavailable:
+            now = ctx.clock.monotonic()
+            outage_since = outage_since if outage_since is not None else now
+            if now - outage_since >= STORE_OUTAGE_SECONDS:
+                log.warning("revocation store unreachable for %.1f s", now - outage_since)
+                return 1011, "revocation store unavailable"
+            continue
+        outage_since = None
+        if verdict is not None:
+            return verdict
+
+
+async def _revoked(
+    ctx: Context, handshake: Handshake, conversation_id: str | None
+) -> tuple[int, str] | None:
+    if handshake.revocable_id is not None and await ctx.revocations.is_revoked(
+        handshake.revocable_id
+    ):
+        return 1008, "session token revoked"
+    if conversation_id is not None and await ctx.revocations.is_revoked(
+        conversations.ended_marker(handshake.principal.org_id, conversation_id)
+    ):
+        return 1000, "conversation ended"
+    return None

@@ -1,0 +1,100 @@
+"""How long the `parley` command takes to answer, beside `python -c pass`.
+
+Runs each command that does not serve N times (default 7) as a fresh process of this
+interpreter, against a temporary SQLite database (migrated before the first timing, so the
+database commands find the schema current, as they usually do), and prints the median wall
+time of each as a Markdown table:
+
+    .venv/bin/python bench/cli_start.py [--runs N]
+
+The commands are the documented ones: `--help`, `keys generate`, `token mint`,
+`orgs create`, `api-keys create --org default` and `migrate`. The database commands do real
+work (a transaction that inserts an organization or a key), so their figure is start-up
+plus that work.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+TARGET_SECONDS = 0.5
+PARLEY = [sys.executable, "-m", "parley"]
+
+
+def timed(argv: list[str], env: dict[str, str], cwd: Path) -> float:
+    """Run argv once; return its wall time in seconds; fail loudly if it fails."""
+    started = time.perf_counter()
+    result = subprocess.run(  # noqa: S603 - this interpreter, fixed arguments
+        argv, env=env, cwd=cwd, capture_output=True, text=True, check=False
+    )
+    elapsed = time.perf_counter() - started
+    if result.returncode != 0:
+        raise SystemExit(f"{' '.join(argv)} failed ({result.returncode}):\n{result.stderr}")
+    return elapsed
+
+
+def median_of(
+    runs: int, make_argv: Callable[[int], list[str]], env: dict[str, str], cwd: Path
+) -> float:
+    return statistics.median(timed(make_argv(i), env, cwd) for i in range(runs))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=7, help="runs per command (median)")
+    runs = parser.parse_args().runs
+    with tempfile.TemporaryDirectory() as scratch:
+        work = Path(scratch)
+        env = {**os.environ, "PARLEY_DATABASE_URL": f"sqlite:///{work / 'bench.db'}"}
+        env.pop("PARLEY_REDIS_URL", None)
+        subprocess.run([*PARLEY, "migrate"], env=env, cwd=work, check=True, capture_output=True)  # noqa: S603
+        subprocess.run(  # noqa: S603
+            [*PARLEY, "orgs", "create", "default"],
+            env=env,
+            cwd=work,
+            check=True,
+            capture_output=True,
+        )
+        made = subprocess.run(  # noqa: S603
+            [*PARLEY, "keys", "generate", "--out", "keys", "--json"],
+            env=env, cwd=work, check=True, capture_output=True, text=True,
+        )  # fmt: skip
+        kid = json.loads(made.stdout)["kid"]
+        mint = ["token", "mint", "--key", "keys/private_key.pem", "--kid", kid, "--iss", "i",
+                "--aud", "a", "--sub", "s", "--conversation-id", "c"]  # fmt: skip
+        commands: list[tuple[str, Callable[[int], list[str]]]] = [
+            ("python -c pass", lambda _: [sys.executable, "-c", "pass"]),
+            ("parley --help", lambda _: [*PARLEY, "--help"]),
+            ("parley keys generate", lambda i: [*PARLEY, "keys", "generate", "--out", f"k{i}"]),
+            ("parley token mint", lambda _: [*PARLEY, *mint]),
+            ("parley orgs create", lambda i: [*PARLEY, "orgs", "create", f"bench-{i}"]),
+            (
+                "parley api-keys create",
+                lambda _: [*PARLEY, "api-keys", "create", "--org", "default"],
+            ),
+            ("parley migrate", lambda _: [*PARLEY, "migrate"]),
+        ]
+        print(f"| command | median of {runs} runs | over `python -c pass` |")
+        print("|---|---|---|")
+        baseline = 0.0
+        for name, make_argv in commands:
+            seconds = median_of(runs, make_argv, env, work)
+            baseline = baseline or seconds
+            extra = "" if name.startswith("python") else f"+{seconds - baseline:.2f} s"
+            flag = (
+                " (over target)" if name.startswith("parley") and seconds > TARGET_SECONDS else ""
+            )
+            print(f"| `{name}` | {seconds:.2f} s{flag} | {extra} |")
+
+
+if __name__ == "__main__":
+    main()

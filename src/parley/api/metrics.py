@@ -1,0 +1,91 @@
+"""`GET /metrics` and the middleware that counts requests by route template.
+
+Off unless PARLEY_METRICS=true. With PARLEY_METRICS_TOKEN set, a scrape must carry
+`Authorization: Bearer <token>` (compared in constant time); without it, /metrics is open to
+whoever reaches the port, so expose it only on a private network.
+"""
+
+from __future__ import annotations
+
+import hmac
+import time
+
+from fastapi import FastAPI, Request
+from starlette.responses import Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from parley import metrics
+from parley.errors import Unauthorized
+
+UNMATCHED = "unmatched"
+
+
+def route_template(scope: Scope) -> str:
+    """The template of the route that answered (`/v1/agents/{nameOrId}`), never the path."""
+    route = scope.get("route")
+    path = getattr(route, "path", None)
+    if not isinstance(path, str):
+        return UNMATCHED
+    return path or "/"
+
+
+class MetricsMiddleware:
+    """Count every HTTP request and WebSocket handshake by method, route template, status."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            await self.app(scope, receive, send)
+            return
+        method = scope.get("method", "GET") if scope["type"] == "http" else "WS"
+        started = time.perf_counter()
+        status = 0
+        observed = False
+
+        def observe(code: int) -> None:
+            nonlocal observed
+            if not observed:
+                observed = True
+                elapsed = time.perf_counter() - started
+                metrics.observe_request(method, route_template(scope), code, elapsed)
+
+        async def counting_send(message: Message) -> None:
+            nonlocal status
+            kind = message["type"]
+            if kind in ("http.response.start", "websocket.http.response.start"):
+                status = int(message["status"])
+                if kind.startswith("websocket"):
+                    observe(status)  # a refused handshake
+            elif kind == "websocket.accept":
+                observe(101)  # counted when accepted, not when the conversation ends
+            await send(message)
+
+        try:
+            await self.app(scope, receive, counting_send)
+        finally:
+            observe(status or 500)
+
+
+def install_metrics(app: FastAPI, *, token: str | None) -> None:
+    """Serve the app's registry at /metrics and count requests (call only when enabled)."""
+    app.add_middleware(MetricsMiddleware)
+
+    async def scrape(request: Request) -> Response:
+        if token is not None and not _bearer_matches(request, token):
+            raise Unauthorized()
+        collected: metrics.Metrics = request.app.state.metrics
+        return Response(collected.render(), media_type=metrics.CONTENT_TYPE)
+
+    app.add_api_route("/metrics", scrape, methods=["GET"], include_in_schema=False)
+
+
+def _bearer_matches(request: Request, token: str) -> bool:
+    values = request.headers.getlist("authorization")
+    if len(values) != 1:
+        return False
+    scheme, _, given = values[0].partition(" ")
+    return scheme.lower() == "bearer" and hmac.compare_digest(
+        given.strip().encode(), token.encode()
+    )

@@ -1,0 +1,34 @@
+"""The environment variables `parley serve` reads, for its help (kept in step with
+`parley.config.Settings` by tests/cli/test_startup_errors.py, without importing pydantic)."""
+
+from __future__ import annotations
+
+VARIABLES: tuple[tuple[str, str, str], ...] = (
+    ("PARLEY_DATABASE_URL", "sqlite:///parley.db", "SQLite file or postgresql://user:pw@host/db"),
+    ("PARLEY_REDIS_URL", "unset", "Redis shared by instances; unset: in-process stores"),
+    ("PARLEY_PUBLIC_URL", "http://127.0.0.1:8000", "public URL; its host is the JWT audience"),
+    ("PARLEY_JWKS_ALLOW_HTTP", "false", "allow http:// JWKS URLs (local testing)"),
+    ("PARLEY_JWKS_ALLOW_PRIVATE_NETWORKS", "false", "allow JWKS hosts on private addresses"),
+    ("PARLEY_JWT_MAX_LIFETIME_SECONDS", "3600", "longest JWT exp - iat accepted (60..86400)"),
+    ("PARLEY_JWT_RATE_PER_MINUTE", "60", "JWT requests per (iss, sub, conversation)"),
+    ("PARLEY_JWT_RATE_BURST", "20", "burst of that rate limit"),
+    ("PARLEY_STT", "whisper", "speech recognition: whisper, or none (placeholder words)"),
+    ("PARLEY_STT_MODEL", "bundled tiny.en", "directory of a CTranslate2 Whisper model"),
+    ("PARLEY_STT_THREADS", "2", "CPU threads of one speech decode"),
+    ("PARLEY_VAD_END_SILENCE_MS", "400", "silence that ends the user's turn (100..5000)"),
+    ("PARLEY_VAD_MIN_SPEECH_MS", "250", "least speech for a turn (96..5000)"),
+    ("PARLEY_LLM_BASE_URL", "unset", "OpenAI-compatible API; unset: rule-based replies"),
+    ("PARLEY_LLM_API_KEY", "unset", "its bearer key"),
+    ("PARLEY_LLM_MODEL", "unset", "its model name (required with a base URL)"),
+    ("PARLEY_LLM_TIMEOUT_SECONDS", "10", "first token, and each later piece, within this"),
+    ("PARLEY_LOG_LEVEL", "info", "critical, error, warning, info, debug or trace"),
+    ("PARLEY_METRICS", "false", "serve Prometheus metrics at /metrics"),
+    ("PARLEY_METRICS_TOKEN", "unset", "bearer token /metrics requires (16+ characters)"),
+)
+
+
+def serve_epilog() -> str:
+    """The variables as a help section (the \\b line keeps click from rewrapping it)."""
+    width = max(len(name) for name, _, _ in VARIABLES)
+    lines = [f"  {name:<{width}}  {text} [default: {default}]" for name, default, text in VARIABLES]
+    return "\b\nEnvironment variables (also read from ./.env):\n" + "\n".join(lines)

@@ -1,0 +1,239 @@
+"""Misconfiguration stops `parley` at start-up with one clear line: the variable, its value
+(password masked), the reason, no traceback (unless `--debug`), and a non-zero exit.
+
+Each test runs the real command line in a subprocess, as an operator would.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from sqlalchemy.engine import make_url
+from tests import databases
+
+from parley.cli.environment import VARIABLES
+from parley.config import Settings
+
+PASSWORD = "s3cret-pw"
+
+
+def free_port() -> int:
+    """A loopback port nobody listens on (bound, then released)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+    return port
+
+
+def parley(
+    *args: str, cwd: Path, timeout: float = 60, **variables: str
+) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PARLEY_")}
+    env.update(variables)
+    return subprocess.run(  # noqa: S603 - this interpreter, fixed arguments
+        [sys.executable, "-m", "parley", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def assert_clear_refusal(result: subprocess.CompletedProcess[str], code: int, *parts: str) -> None:
+    assert result.returncode == code, (result.returncode, result.stderr)
+    assert "Traceback" not in result.stderr, result.stderr
+    assert result.stderr.startswith("error: "), result.stderr
+    for part in parts:
+        assert part in result.stderr, (part, result.stderr)
+    assert PASSWORD not in result.stderr
+    assert PASSWORD not in result.stdout
+
+
+def postgres_url(**parts: str) -> str:
+    admin = databases.postgres_admin_url()
+    if admin is None:
+        pytest.fail("this test needs the PostgreSQL named by PARLEY_TEST_DATABASE_URL")
+    url = make_url(admin).set(drivername="postgresql", **parts)  # type: ignore[arg-type]
+    return url.render_as_string(hide_password=False)
+
+
+def test_serve_postgres_closed_port_names_variable_and_masks_password(tmp_path: Path) -> None:
+    port = free_port()
+    url = f"postgresql://parley:{PASSWORD}@127.0.0.1:{port}/parley"
+    result = parley("serve", "--port", str(free_port()), cwd=tmp_path, PARLEY_DATABASE_URL=url)
+    assert_clear_refusal(
+        result,
+        3,
+        f"PARLEY_DATABASE_URL=postgresql://parley:****@127.0.0.1:{port}/parley",
+        f"cannot connect to PostgreSQL at 127.0.0.1:{port} (connection refused",
+    )
+    assert "Try again later" not in result.stderr
+
+
+@pytest.mark.postgres
+def test_serve_postgres_unknown_role_names_the_role(tmp_path: Path) -> None:
+    url = postgres_url(username="no_such_role_7f3a", password=PASSWORD)
+    result = parley("serve", "--port", str(free_port()), cwd=tmp_path, PARLEY_DATABASE_URL=url)
+    assert_clear_refusal(
+        result, 3, "PARLEY_DATABASE_URL=postgresql://no_such_role_7f3a:****@", "no_such_role_7f3a"
+    )
+
+
+@pytest.mark.postgres
+def test_serve_postgres_unknown_database_names_the_database(tmp_path: Path) -> None:
+    url = postgres_url(database="no_such_database_7f3a")
+    result = parley("serve", "--port", str(free_port()), cwd=tmp_path, PARLEY_DATABASE_URL=url)
+    assert_clear_refusal(
+        result, 3, "PARLEY_DATABASE_URL=", 'database "no_such_database_7f3a" does not exist'
+    )
+
+
+def test_serve_sqlite_missing_directory_names_the_directory(tmp_path: Path) -> None:
+    url = "sqlite:///missing/dir/parley.db"
+    result = parley("serve", "--port", str(free_port()), cwd=tmp_path, PARLEY_DATABASE_URL=url)
+    assert_clear_refusal(
+        result,
+        3,
+        "PARLEY_DATABASE_URL=sqlite:///missing/dir/parley.db",
+        f"the directory {tmp_path / 'missing' / 'dir'} does not exist",
+    )
+    assert "OperationalError" not in result.stderr
+
+
+def test_serve_sqlite_file_not_a_database_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "parley.db").write_text("not a database, just text" * 100)
+    result = parley("migrate", cwd=tmp_path, PARLEY_DATABASE_URL="sqlite:///parley.db")
+    assert_clear_refusal(result, 3, "PARLEY_DATABASE_URL=sqlite:///parley.db", "not a usable")
+
+
+def test_serve_redis_closed_port_refuses_to_start(tmp_path: Path) -> None:
+    port = free_port()
+    result = parley(
+        "serve",
+        "--port",
+        str(free_port()),
+        cwd=tmp_path,
+        PARLEY_DATABASE_URL="sqlite:///parley.db",
+        PARLEY_REDIS_URL=f"redis://:{PASSWORD}@127.0.0.1:{port}/0",
+    )
+    assert_clear_refusal(
+        result,
+        3,
+        f"PARLEY_REDIS_URL=redis://:****@127.0.0.1:{port}/0",
+        f"cannot connect to Redis at 127.0.0.1:{port} (connection refused",
+        "does not start",
+    )
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "shown", "reason"),
+    [
+        ("PARLEY_JWT_RATE_BURST", "abc", "'abc'", "valid integer"),
+        ("PARLEY_JWT_MAX_LIFETIME_SECONDS", "5", "'5'", "greater than or equal to 60"),
+        ("PARLEY_JWKS_ALLOW_HTTP", "maybe", "'maybe'", "valid boolean"),
+        ("PARLEY_PUBLIC_URL", "ftp://x", "'ftp://x'", "absolute http(s) URL"),
+        ("PARLEY_REDIS_URL", "http://h", "'http://h'", "redis://"),
+        ("PARLEY_LOG_LEVEL", "loud", "'loud'", "must be one of"),
+        (
+            "PARLEY_DATABASE_URL",
+            f"mysql://u:{PASSWORD}@h/d",
+            "'mysql://u:****@h/d'",
+            "must name SQLite or PostgreSQL",
+        ),
+    ],
+    ids=lambda v: v if isinstance(v, str) and v.startswith("PARLEY_") else "",
+)
+def test_serve_invalid_setting_names_variable_and_value(
+    tmp_path: Path, variable: str, value: str, shown: str, reason: str
+) -> None:
+    result = parley("serve", cwd=tmp_path, **{variable: value})
+    assert_clear_refusal(result, 2, f"  {variable}={shown}: ", reason)
+
+
+def test_serve_invalid_settings_one_line_per_variable(tmp_path: Path) -> None:
+    result = parley(
+        "serve",
+        cwd=tmp_path,
+        PARLEY_JWT_RATE_BURST="x",
+        PARLEY_PUBLIC_URL="nope",
+        PARLEY_LOG_LEVEL="?",
+    )
+    assert_clear_refusal(result, 2)
+    lines = result.stderr.strip().splitlines()
+    assert lines[0] == "error: invalid configuration:"
+    assert sorted(line.split("=")[0].strip() for line in lines[1:]) == [
+        "PARLEY_JWT_RATE_BURST",
+        "PARLEY_LOG_LEVEL",
+        "PARLEY_PUBLIC_URL",
+    ]
+
+
+def test_serve_debug_shows_the_traceback(tmp_path: Path) -> None:
+    url = f"postgresql://parley:{PASSWORD}@127.0.0.1:{free_port()}/parley"
+    result = parley("serve", "--debug", cwd=tmp_path, PARLEY_DATABASE_URL=url)
+    assert result.returncode == 3
+    assert "Traceback" in result.stderr
+    assert "ConnectionRefusedError" in result.stderr
+    assert PASSWORD not in result.stderr
+
+
+def test_serve_help_lists_environment_variables_with_defaults(tmp_path: Path) -> None:
+    result = parley("serve", "--help", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    for name, default, _ in VARIABLES:
+        line = next(line for line in result.stdout.splitlines() if f" {name} " in line)
+        assert f"[default: {default}]" in line, line
+
+
+def test_environment_help_matches_settings() -> None:
+    fields = Settings.model_fields
+    assert [name for name, _, _ in VARIABLES] == [f"PARLEY_{f.upper()}" for f in fields]
+    built = Settings(_env_file=None)  # type: ignore[call-arg]
+    for name, default, _ in VARIABLES:
+        value = getattr(built, name.removeprefix("PARLEY_").lower())
+        expected = {"unset": None, "false": False}.get(default, default)
+        if name == "PARLEY_DATABASE_URL":
+            value = value.replace("+aiosqlite", "")
+        assert str(value) == str(expected) if expected is not None else value is None, name
+
+
+def test_serve_first_key_message_tells_how_to_make_another(tmp_path: Path) -> None:
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PARLEY_")}
+    env["PARLEY_DATABASE_URL"] = "sqlite:///parley.db"
+    process = subprocess.Popen(  # noqa: S603 - this interpreter, fixed arguments
+        [sys.executable, "-m", "parley", "serve", "--port", str(port)],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        seen: list[str] = []
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            line = process.stdout.readline()
+            if not line:
+                break
+            seen.append(line)
+            if "parley api-keys create --org default" in line:
+                break
+        text = "".join(seen)
+        assert "Its first API key, shown only this once" in text, text
+        assert "Lost it?" in text, text
+        assert "parley api-keys create --org default" in text, text
+    finally:
+        process.terminate()
+        process.wait(15)
+        if process.stdout is not None:
+            process.stdout.close()

@@ -1,0 +1,75 @@
+"""The documentation stays inside the repository and in step with the implementation."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from parley.app import create_app
+from parley.config import Settings
+from parley.services import live
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = sorted([ROOT / "README.md", ROOT / "scripts" / "README.md", *ROOT.glob("docs/*.md")])
+LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)")
+FENCE = re.compile(r"^```.*?^```", re.MULTILINE | re.DOTALL)
+API_MD = ROOT / "docs" / "api.md"
+
+
+def links_of(path: Path) -> list[str]:
+    text = FENCE.sub("", path.read_text(encoding="utf-8"))
+    return LINK.findall(text)
+
+
+def anchors_of(path: Path) -> set[str]:
+    """GitHub's heading slugs: lower case, punctuation dropped, spaces to dashes."""
+    headings = re.findall(r"^#+ (.+)$", FENCE.sub("", path.read_text(encoding="utf-8")), re.M)
+    return {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-") for h in headings}
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_docs_links_stay_inside_repository(doc: Path) -> None:
+    for target in links_of(doc):
+        assert "://" not in target, (doc, target)
+        assert not target.startswith("mailto:"), (doc, target)
+        file_part, _, anchor = target.partition("#")
+        resolved = (doc.parent / file_part).resolve() if file_part else doc
+        assert resolved.is_relative_to(ROOT), (doc, target)
+        assert resolved.exists(), (doc, target)
+        if anchor and resolved.suffix == ".md":
+            assert anchor in anchors_of(resolved), (doc, target)
+
+
+def test_api_reference_lists_every_rest_route() -> None:
+    app = create_app(Settings(database_url="sqlite:///unused.db"))
+    text = API_MD.read_text(encoding="utf-8")
+    for path, operations in app.openapi()["paths"].items():
+        for method in operations:
+            assert re.search(rf"`{method.upper()} {re.escape(path)}[`?]", text), (method, path)
+
+
+def test_api_reference_lists_every_websocket_message() -> None:
+    text = API_MD.read_text(encoding="utf-8")
+    live_dir = ROOT / "src" / "parley" / "services" / "live"
+    live_source = "".join(p.read_text(encoding="utf-8") for p in sorted(live_dir.glob("*.py")))
+    sent = set(re.findall(r'"type": "([a-z_]+)"', live_source))
+    sent |= set(re.findall(r': "([a-z_]+)",\n', live_source))  # frames._PLAIN's messages
+    assert {"conversation_created", "audio_chunk", "error", "warning"} <= sent
+    for message in sorted(sent | live.CLIENT_MESSAGE_TYPES):
+        assert f"| `{message}` |" in text, message
+
+
+def test_gitignore_ignores_default_key_directory() -> None:
+    """docs/jwt.md writes the private key to ./parley-keys: git must never pick it up."""
+    import subprocess
+
+    result = subprocess.run(
+        ["git", "check-ignore", "--no-index", "parley-keys/private_key.pem"],  # noqa: S607
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
