@@ -29,12 +29,15 @@ def install_docs(app: FastAPI, *, openapi_url: str = "/openapi.json") -> None:
     """Serve Swagger UI at /docs and its assets at /docs/assets (create the app with
     `docs_url=None`)."""
     app.mount(ASSETS_PATH, StaticFiles(directory=assets_directory()), name="docs-assets")
+    # The endpoints must not close over `app`: FastAPI caches endpoint analysis globally,
+    # and a closure holding the app would keep every app built in a process alive.
+    title = f"{app.title} API"
 
     async def swagger_ui(request: Request) -> HTMLResponse:
         root = request.scope.get("root_path", "").rstrip("/")
         return get_swagger_ui_html(
             openapi_url=f"{root}{openapi_url}",
-            title=f"{app.title} API",
+            title=title,
             swagger_js_url=f"{root}{ASSETS_PATH}/swagger-ui-bundle.js",
             swagger_css_url=f"{root}{ASSETS_PATH}/swagger-ui.css",
             swagger_favicon_url=f"{root}{ASSETS_PATH}/favicon.png",
