@@ -17,6 +17,7 @@ from parley.api.openapi import build_openapi
 from parley.api.routes import (
     agents,
     api_keys,
+    audit_events,
     auth_jwt,
     conversations,
     health,
@@ -65,6 +66,7 @@ def create_app(
     routers = (
         health.router,
         api_keys.router,
+        audit_events.router,
         projects.router,
         agents.router,
         auth_jwt.router,

@@ -13,7 +13,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstra
 
 from parley.clock import isoformat
 from parley.ids import NAME_RULE, is_valid_name
-from parley.records import Agent, ApiKey, Project
+from parley.records import Agent, ApiKey, AuditEvent, Project
 
 AudioFormat = Literal["pcm_44100", "pcm_24000", "pcm_16000", "pcm_8000", "mulaw_8000"]
 Language = Literal["en"]
@@ -343,3 +343,47 @@ class SessionTokenCreated(BaseModel):
     id: str
     session_token: str = Field(description="The token itself: shown once, never again.")
     expires_at: Timestamp
+
+
+# --- audit trail ------------------------------------------------------------------------
+
+
+class AuditActorOut(BaseModel):
+    kind: str = Field(
+        description="`api_key`, `session_token`, `jwt`, `dashboard` (id: the API key that "
+        "opened the session), `operator` (the CLI) or `system`."
+    )
+    id: str | None
+
+
+class AuditEventOut(BaseModel):
+    seq: int = Field(description="Position in the organization's chain, from 1.")
+    action: str = Field(examples=["agent.disable"])
+    target: str = Field(description="The ID of what changed (`jwt_settings` for JWT settings).")
+    actor: AuditActorOut
+    client: str | None = Field(description="The client's IP address.")
+    request_id: str | None
+    details: dict[str, Any]
+    created_at: Timestamp
+    prev_hash: str = Field(description="`hash` of the event before (64 zeros for the first).")
+    hash: str = Field(description="SHA-256 of prev_hash and the event's canonical JSON.")
+
+    @classmethod
+    def of(cls, event: AuditEvent) -> AuditEventOut:
+        return cls(
+            seq=event.seq,
+            action=event.action,
+            target=event.target,
+            actor=AuditActorOut(kind=event.actor_kind, id=event.actor_id),
+            client=event.client,
+            request_id=event.request_id,
+            details=event.details,
+            created_at=isoformat(event.created_at),
+            prev_hash=event.prev_hash,
+            hash=event.hash,
+        )
+
+
+class AuditEventList(BaseModel):
+    audit_events: list[AuditEventOut]
+    next_cursor: str | None

@@ -6,7 +6,7 @@ import typer
 
 from parley.cli.common import JsonOption, emit, load_settings, run_with_context
 from parley.clock import isoformat
-from parley.records import IssuedApiKey
+from parley.records import OPERATOR, IssuedApiKey
 from parley.services import Context, api_keys, orgs
 
 app = typer.Typer(help="Manage API keys.", no_args_is_help=True)
@@ -22,7 +22,7 @@ def create(
 
     async def use(ctx: Context) -> IssuedApiKey:
         found = await orgs.find_org(ctx, id_or_name=org)
-        return await api_keys.create_api_key(ctx, org_id=found.id, name=name)
+        return await api_keys.create_api_key(ctx, org_id=found.id, name=name, actor=OPERATOR)
 
     issued = run_with_context(load_settings(), use, as_json=as_json)
     key = issued.api_key

@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from parley.api.convert import jwt_config_out
-from parley.api.deps import ApiKeyPrincipal, Ctx
+from parley.api.deps import ApiKeyActor, ApiKeyPrincipal, Ctx
 from parley.api.schemas import JwtConfigOut, JwtConfigPut, error_responses
 from parley.services import jwt_config
 
@@ -21,7 +21,9 @@ async def get_jwt_config(ctx: Ctx, principal: ApiKeyPrincipal) -> JwtConfigOut:
 @router.put(
     "", response_model=JwtConfigOut, responses=error_responses(400, 401, 403, 409, 413, 503)
 )
-async def put_jwt_config(ctx: Ctx, principal: ApiKeyPrincipal, body: JwtConfigPut) -> JwtConfigOut:
+async def put_jwt_config(
+    ctx: Ctx, principal: ApiKeyPrincipal, actor: ApiKeyActor, body: JwtConfigPut
+) -> JwtConfigOut:
     """Register issuers, audience and either a JWKS URL (fetched now) or static keys."""
     config = jwt_config.JwtConfigInput(
         issuers=tuple(body.issuers),
@@ -30,13 +32,14 @@ async def put_jwt_config(ctx: Ctx, principal: ApiKeyPrincipal, body: JwtConfigPu
         public_keys=tuple(body.public_keys) if body.public_keys is not None else None,
         require_jti=body.require_jti,
     )
-    view = await jwt_config.put_jwt_config(ctx, org_id=principal.org_id, config=config)
+    view = await jwt_config.put_jwt_config(ctx, org_id=principal.org_id, config=config, actor=actor)
     return jwt_config_out(view)
 
 
 @router.post(
     "/refresh", response_model=JwtConfigOut, responses=error_responses(400, 401, 403, 404, 503)
 )
-async def refresh_jwks(ctx: Ctx, principal: ApiKeyPrincipal) -> JwtConfigOut:
+async def refresh_jwks(ctx: Ctx, principal: ApiKeyPrincipal, actor: ApiKeyActor) -> JwtConfigOut:
     """Fetch the JWKS now; 400 `jwks_unreachable` if that fails."""
-    return jwt_config_out(await jwt_config.refresh_jwks(ctx, org_id=principal.org_id))
+    view = await jwt_config.refresh_jwks(ctx, org_id=principal.org_id, actor=actor)
+    return jwt_config_out(view)
