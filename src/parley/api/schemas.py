@@ -283,6 +283,30 @@ class JwtConfigOut(BaseModel):
     require_jti: bool
 
 
+class JwtCheckIn(Input):
+    """`POST /v1/auth/jwt/check`: a token to explain, never recorded or echoed."""
+
+    token: Annotated[str, StringConstraints(min_length=1, max_length=65_536)]
+    conversation_id: Annotated[str, StringConstraints(min_length=1, max_length=128)] | None = Field(
+        default=None, description="The conversation the token would access (step 9)."
+    )
+
+
+class JwtCheckStepOut(BaseModel):
+    step: int = Field(description="The step of API.md section 7, 1..11.")
+    check: str
+    status: Literal["passed", "failed", "skipped", "not_run"]
+    code: str | None = Field(description="The error code a real request would get.")
+    reason: str = Field(description="What was found, in plain words.")
+
+
+class JwtCheckOut(BaseModel):
+    valid: bool = Field(description="True when no step failed.")
+    failed_step: int | None
+    code: str | None = Field(description="The code of the failed step, if any.")
+    steps: list[JwtCheckStepOut]
+
+
 # --- conversations ----------------------------------------------------------------------
 
 
