@@ -28,6 +28,7 @@ from parley.clock import Clock, SystemClock
 from parley.config import Settings
 from parley.engine import EngineFactory, load_engine_factory
 from parley.services.runtime import RuntimeOptions, open_context
+from parley.web import install_dashboard
 
 DESCRIPTION = (
     "Parley hosts voice conversations between end users and configurable agents. "
@@ -81,6 +82,7 @@ def create_app(
         return build_openapi(app)
 
     app.openapi = openapi  # type: ignore[method-assign]
+    install_dashboard(app, secure_cookies=settings.public_url.startswith("https://"))
     app.add_middleware(BodyLimitMiddleware)
     app.add_middleware(AccessLogMiddleware)
     return app

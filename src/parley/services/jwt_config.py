@@ -46,6 +46,8 @@ class KeyInForce:
     kty: str
     alg: str
     source: str
+    thumbprint: str = ""
+    """RFC 7638 SHA-256 thumbprint of the public key."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -301,7 +303,7 @@ def _import_static_keys(values: Sequence[object]) -> list[Mapping[str, str]]:
 
 def _view(row: JwtConfigRow, issuers: Sequence[str], view: jwt.KeySetView) -> JwtConfigView:
     source = "jwks" if row.jwks_url is not None else "static"
-    keys = tuple(KeyInForce(k.kid, k.kty, k.alg, source) for k in view.keys)
+    keys = tuple(KeyInForce(k.kid, k.kty, k.alg, source, jwt.thumbprint(k.jwk)) for k in view.keys)
     return JwtConfigView(
         issuers=tuple(issuers),
         audience=row.audience,

@@ -67,3 +67,8 @@ async def end_for_key(session: AsyncSession, api_key_id: str, *, at: datetime) -
         .where(DashboardSessionRow.api_key_id == api_key_id, DashboardSessionRow.ended_at.is_(None))
         .values(ended_at=at)
     )
+
+
+async def end(session: AsyncSession, row: DashboardSessionRow, *, at: datetime) -> None:
+    row.ended_at = at
+    await session.flush()
