@@ -362,7 +362,7 @@ async def test_dashboard_framing_refused_by_headers(tenant: Tenant, browser: Bro
         assert "script-src" not in csp
         assert "default-src 'none'" in csp
         assert "unsafe-inline" not in csp
-        assert response.headers["referrer-policy"] == "no-referrer"
+        assert response.headers["referrer-policy"] == "same-origin"
 
 
 async def test_hundred_wrong_keys_in_a_minute_get_429(tenant: Tenant, browser: Browser) -> None:

@@ -4,7 +4,8 @@
   no script runs at all (the dashboard has none), forms post only to the dashboard, and no
   page may be framed (`frame-ancestors 'none'`, and `X-Frame-Options: DENY` for older
   browsers).
-- `Referrer-Policy: no-referrer`, `X-Content-Type-Options: nosniff`, and
+- `Referrer-Policy: same-origin` (`no-referrer` would make browsers send `Origin: null`
+  on the dashboard's own form posts), `X-Content-Type-Options: nosniff`, and
   `Cache-Control: no-store` on pages (a created key or token must not sit in a cache).
 - A state-changing request whose `Origin` is another origin is refused with 403 before any
   form is read (a second line behind the CSRF token and SameSite=Strict).
@@ -22,7 +23,7 @@ CSP = (
 HEADERS: list[tuple[bytes, bytes]] = [
     (b"content-security-policy", CSP.encode()),
     (b"x-frame-options", b"DENY"),
-    (b"referrer-policy", b"no-referrer"),
+    (b"referrer-policy", b"same-origin"),
     (b"x-content-type-options", b"nosniff"),
 ]
 NO_STORE = (b"cache-control", b"no-store")
