@@ -19,6 +19,7 @@ from parley.api.openapi import build_openapi
 from parley.api.routes import (
     agents,
     api_keys,
+    audit_events,
     auth_jwt,
     conversations,
     health,
@@ -30,6 +31,7 @@ from parley.config import Settings
 from parley.engine import EngineFactory, build_engine_factory
 from parley.options import engine_options, runtime_options
 from parley.services.runtime import open_context
+from parley.web import install_dashboard
 
 DESCRIPTION = (
     "Parley hosts voice conversations between end users and configurable agents. "
@@ -80,6 +82,7 @@ def create_app(
     routers = (
         health.router,
         api_keys.router,
+        audit_events.router,
         projects.router,
         agents.router,
         auth_jwt.router,
@@ -94,6 +97,7 @@ def create_app(
         return build_openapi(app)
 
     app.openapi = openapi  # type: ignore[method-assign]
+    install_dashboard(app, secure_cookies=settings.public_url.startswith("https://"))
     app.add_middleware(BodyLimitMiddleware)
     app.add_middleware(AccessLogMiddleware)
     app.state.metrics = collected

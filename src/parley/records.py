@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
 
@@ -161,3 +161,49 @@ class IssuedSessionToken:
 
     token: SessionToken
     secret: str
+
+
+@dataclass(frozen=True, slots=True)
+class Actor:
+    """Who makes a change, as the audit trail records it: never a secret.
+
+    `kind` is the credential kind (`api_key`, `session_token`, `jwt`), `dashboard` (a
+    dashboard session, `id` the API key that opened it), `operator` (the CLI) or `system`.
+    """
+
+    kind: str
+    id: str | None
+    client: str | None = None
+    request_id: str | None = None
+
+
+OPERATOR = Actor(kind="operator", id=None)
+SYSTEM = Actor(kind="system", id=None)
+
+
+@dataclass(frozen=True, slots=True)
+class AuditEvent:
+    """One link of an organization's hash chain of changes."""
+
+    org_id: str
+    seq: int
+    action: str
+    target: str
+    actor_kind: str
+    actor_id: str | None
+    client: str | None
+    request_id: str | None
+    details: dict[str, Any]
+    created_at: datetime
+    prev_hash: str
+    hash: str
+
+
+@dataclass(frozen=True, slots=True)
+class DashboardSession:
+    """A signed-in dashboard browser: the organization and the API key that opened it."""
+
+    org_id: str
+    api_key_id: str
+    created_at: datetime
+    expires_at: datetime

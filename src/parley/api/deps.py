@@ -7,6 +7,7 @@ from typing import Annotated
 from fastapi import Depends, Path, Query, Request
 from starlette.requests import HTTPConnection
 
+from parley.records import Actor
 from parley.services import Context, Principal, authenticate
 from parley.services.authn import bearer_credential
 from parley.services.paging import MAX_PAGE_SIZE
@@ -36,6 +37,23 @@ async def get_api_key_principal(principal: AnyPrincipal) -> Principal:
 
 
 ApiKeyPrincipal = Annotated[Principal, Depends(get_api_key_principal)]
+
+
+def actor_of(request: Request, principal: Principal) -> Actor:
+    """Describe who makes a change for the audit trail: credential, client, request ID."""
+    client = request.client.host if request.client else None
+    request_id = getattr(request.state, "request_id", None)
+    return Actor(
+        kind=principal.kind, id=principal.credential_id, client=client, request_id=request_id
+    )
+
+
+async def get_api_key_actor(request: Request, principal: ApiKeyPrincipal) -> Actor:
+    """The audit actor of a request made with an API key."""
+    return actor_of(request, principal)
+
+
+ApiKeyActor = Annotated[Actor, Depends(get_api_key_actor)]
 
 ConversationId = Annotated[str, Path(alias="id", description="The conversation's ID.")]
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import logging
+import re
+import secrets
 import time
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -14,6 +16,9 @@ MAX_BODY_BYTES = 1024 * 1024
 """API.md section 9: request bodies are at most 1 MiB."""
 
 access_log = logging.getLogger("parley.access")
+
+REQUEST_ID_HEADER = b"x-request-id"
+_REQUEST_ID_SHAPE = re.compile(rb"[A-Za-z0-9._:-]{1,64}")
 
 
 class BodyLimitMiddleware:
@@ -68,10 +73,14 @@ def _replay(messages: list[Message], receive: Receive) -> Receive:
 
 
 class AccessLogMiddleware:
-    """Log one line per request: method, path without query string, status, duration.
+    """Log one line per request: method, path without query string, status, duration and
+    request ID.
 
     The query string is never logged: the WebSocket carries credentials there (`?jwt=`,
     `?session_token=`), and a log line must never hold a credential (API.md section 1).
+    The request ID is the caller's `X-Request-ID` when it is a short plain token, else a
+    fresh random one; it is in `request.state.request_id` (the audit trail records it) and
+    in the response's `X-Request-ID` header.
     """
 
     def __init__(self, app: ASGIApp) -> None:
@@ -83,11 +92,16 @@ class AccessLogMiddleware:
             return
         status = 0
         started = time.perf_counter()
+        request_id = _request_id(scope)
+        scope.setdefault("state", {})["request_id"] = request_id
 
         async def logging_send(message: Message) -> None:
             nonlocal status
             if message["type"] in ("http.response.start", "websocket.http.response.start"):
                 status = int(message["status"])
+                headers = list(message.get("headers", []))
+                headers.append((REQUEST_ID_HEADER, request_id.encode("ascii")))
+                message = {**message, "headers": headers}
             elif message["type"] == "websocket.accept":
                 status = 101
             await send(message)
@@ -99,8 +113,21 @@ class AccessLogMiddleware:
             client = scope.get("client") or ("-", 0)
             elapsed_ms = (time.perf_counter() - started) * 1000
             access_log.info(
-                '%s "%s %s" %s %.1fms', client[0], method, scope["path"], status or 500, elapsed_ms
+                '%s "%s %s" %s %.1fms %s',
+                client[0],
+                method,
+                scope["path"],
+                status or 500,
+                elapsed_ms,
+                request_id,
             )
+
+
+def _request_id(scope: Scope) -> str:
+    for name, value in scope.get("headers", []):
+        if name == REQUEST_ID_HEADER and _REQUEST_ID_SHAPE.fullmatch(value):
+            return bytes(value).decode("ascii")
+    return secrets.token_hex(16)
 
 
 def _content_length(scope: Scope) -> int | None:

@@ -13,7 +13,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstra
 
 from parley.clock import isoformat
 from parley.ids import NAME_RULE, is_valid_name
-from parley.records import Agent, ApiKey, Project
+from parley.records import Agent, ApiKey, AuditEvent, Project
 
 AudioFormat = Literal["pcm_44100", "pcm_24000", "pcm_16000", "pcm_8000", "mulaw_8000"]
 Language = Literal["en"]
@@ -283,6 +283,30 @@ class JwtConfigOut(BaseModel):
     require_jti: bool
 
 
+class JwtCheckIn(Input):
+    """`POST /v1/auth/jwt/check`: a token to explain, never recorded or echoed."""
+
+    token: Annotated[str, StringConstraints(min_length=1, max_length=65_536)]
+    conversation_id: Annotated[str, StringConstraints(min_length=1, max_length=128)] | None = Field(
+        default=None, description="The conversation the token would access (step 9)."
+    )
+
+
+class JwtCheckStepOut(BaseModel):
+    step: int = Field(description="The step of API.md section 7, 1..11.")
+    check: str
+    status: Literal["passed", "failed", "skipped", "not_run"]
+    code: str | None = Field(description="The error code a real request would get.")
+    reason: str = Field(description="What was found, in plain words.")
+
+
+class JwtCheckOut(BaseModel):
+    valid: bool = Field(description="True when no step failed.")
+    failed_step: int | None
+    code: str | None = Field(description="The code of the failed step, if any.")
+    steps: list[JwtCheckStepOut]
+
+
 # --- conversations ----------------------------------------------------------------------
 
 
@@ -343,3 +367,47 @@ class SessionTokenCreated(BaseModel):
     id: str
     session_token: str = Field(description="The token itself: shown once, never again.")
     expires_at: Timestamp
+
+
+# --- audit trail ------------------------------------------------------------------------
+
+
+class AuditActorOut(BaseModel):
+    kind: str = Field(
+        description="`api_key`, `session_token`, `jwt`, `dashboard` (id: the API key that "
+        "opened the session), `operator` (the CLI) or `system`."
+    )
+    id: str | None
+
+
+class AuditEventOut(BaseModel):
+    seq: int = Field(description="Position in the organization's chain, from 1.")
+    action: str = Field(examples=["agent.disable"])
+    target: str = Field(description="The ID of what changed (`jwt_settings` for JWT settings).")
+    actor: AuditActorOut
+    client: str | None = Field(description="The client's IP address.")
+    request_id: str | None
+    details: dict[str, Any]
+    created_at: Timestamp
+    prev_hash: str = Field(description="`hash` of the event before (64 zeros for the first).")
+    hash: str = Field(description="SHA-256 of prev_hash and the event's canonical JSON.")
+
+    @classmethod
+    def of(cls, event: AuditEvent) -> AuditEventOut:
+        return cls(
+            seq=event.seq,
+            action=event.action,
+            target=event.target,
+            actor=AuditActorOut(kind=event.actor_kind, id=event.actor_id),
+            client=event.client,
+            request_id=event.request_id,
+            details=event.details,
+            created_at=isoformat(event.created_at),
+            prev_hash=event.prev_hash,
+            hash=event.hash,
+        )
+
+
+class AuditEventList(BaseModel):
+    audit_events: list[AuditEventOut]
+    next_cursor: str | None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from parley.cli import api_keys, keys, orgs, serve, tokens
+from parley.cli import api_keys, audit, keys, orgs, serve, tokens
 from parley.cli.environment import serve_epilog
 
 app = typer.Typer(
@@ -20,6 +20,7 @@ app.add_typer(orgs.app, name="orgs")
 app.add_typer(api_keys.app, name="api-keys")
 app.add_typer(keys.app, name="keys")
 app.add_typer(tokens.app, name="token")
+app.add_typer(audit.app, name="audit")
 
 
 def main() -> None:

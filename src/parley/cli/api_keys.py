@@ -23,11 +23,12 @@ def create(
     as_json: bool = JsonOption,
 ) -> None:
     """Create an API key; its secret is printed once."""
+    from parley.records import OPERATOR
     from parley.services import api_keys, orgs
 
     async def use(ctx: Context) -> IssuedApiKey:
         found = await orgs.find_org(ctx, id_or_name=org)
-        return await api_keys.create_api_key(ctx, org_id=found.id, name=name)
+        return await api_keys.create_api_key(ctx, org_id=found.id, name=name, actor=OPERATOR)
 
     issued = run_with_context(load_settings(), use, as_json=as_json)
     key = issued.api_key

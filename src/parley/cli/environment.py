@@ -12,6 +12,9 @@ VARIABLES: tuple[tuple[str, str, str], ...] = (
     ("PARLEY_JWT_MAX_LIFETIME_SECONDS", "3600", "longest JWT exp - iat accepted (60..86400)"),
     ("PARLEY_JWT_RATE_PER_MINUTE", "60", "JWT requests per (iss, sub, conversation)"),
     ("PARLEY_JWT_RATE_BURST", "20", "burst of that rate limit"),
+    ("PARLEY_LOG_LEVEL", "info", "critical, error, warning, info, debug or trace"),
+    ("PARLEY_METRICS", "false", "serve Prometheus metrics at /metrics"),
+    ("PARLEY_METRICS_TOKEN", "unset", "bearer token /metrics requires (16+ characters)"),
     ("PARLEY_STT", "whisper", "speech recognition: whisper, or none (placeholder words)"),
     ("PARLEY_STT_MODEL", "bundled tiny.en", "directory of a CTranslate2 Whisper model"),
     ("PARLEY_STT_THREADS", "2", "CPU threads of one speech decode"),
@@ -21,9 +24,6 @@ VARIABLES: tuple[tuple[str, str, str], ...] = (
     ("PARLEY_LLM_API_KEY", "unset", "its bearer key"),
     ("PARLEY_LLM_MODEL", "unset", "its model name (required with a base URL)"),
     ("PARLEY_LLM_TIMEOUT_SECONDS", "10", "first token, and each later piece, within this"),
-    ("PARLEY_LOG_LEVEL", "info", "critical, error, warning, info, debug or trace"),
-    ("PARLEY_METRICS", "false", "serve Prometheus metrics at /metrics"),
-    ("PARLEY_METRICS_TOKEN", "unset", "bearer token /metrics requires (16+ characters)"),
 )
 
 

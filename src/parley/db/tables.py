@@ -208,3 +208,56 @@ class SessionTokenRow(Base):
     expires_at: Mapped[datetime] = mapped_column()
     created_at: Mapped[datetime] = mapped_column()
     revoked_at: Mapped[datetime | None] = mapped_column()
+
+
+class AuditEventRow(Base):
+    """One event of an organization's audit trail: a link of its hash chain.
+
+    No foreign key to the organization: the trail is evidence and outlives what it names.
+    """
+
+    __tablename__ = "audit_events"
+
+    org_id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    action: Mapped[str] = mapped_column(String(64))
+    target: Mapped[str] = mapped_column(String(256))
+    actor_kind: Mapped[str] = mapped_column(String(32))
+    actor_id: Mapped[str | None] = mapped_column(String(256))
+    client: Mapped[str | None] = mapped_column(String(64))
+    request_id: Mapped[str | None] = mapped_column(String(64))
+    details: Mapped[dict[str, Any]] = mapped_column(JSON)
+    created_at: Mapped[datetime] = mapped_column()
+    prev_hash: Mapped[str] = mapped_column(String(64))
+    hash: Mapped[str] = mapped_column(String(64))
+
+    __table_args__ = (
+        Index("ix_audit_events_org_id_action", "org_id", "action"),
+        Index("ix_audit_events_org_id_target", "org_id", "target"),
+    )
+
+
+class AuditHeadRow(Base):
+    """The newest link of each organization's chain, so a deleted last event shows too."""
+
+    __tablename__ = "audit_heads"
+
+    org_id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    seq: Mapped[int] = mapped_column(Integer)
+    hash: Mapped[str] = mapped_column(String(64))
+
+
+class DashboardSessionRow(Base):
+    """A dashboard sign-in, stored as the SHA-256 of the random session ID in the cookie."""
+
+    __tablename__ = "dashboard_sessions"
+
+    id_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    org_id: Mapped[str] = mapped_column(ForeignKey("organizations.id", ondelete="CASCADE"))
+    api_key_id: Mapped[str] = mapped_column(
+        ForeignKey("api_keys.id", ondelete="CASCADE"), index=True
+    )
+    created_at: Mapped[datetime] = mapped_column()
+    last_seen_at: Mapped[datetime] = mapped_column()
+    expires_at: Mapped[datetime] = mapped_column()
+    ended_at: Mapped[datetime | None] = mapped_column()

@@ -28,7 +28,8 @@ from parley.errors import (
     ValidationFailed,
 )
 from parley.ids import looks_like_id, new_id
-from parley.records import Agent, AgentPatch, AgentSpec, Page, Unset
+from parley.records import Actor, Agent, AgentPatch, AgentSpec, Page, Unset
+from parley.services import audit
 from parley.services.context import Context
 from parley.services.orgs import MAIN_PROJECT
 from parley.services.paging import page_of
@@ -36,7 +37,9 @@ from parley.services.paging import page_of
 UNIQUE_VIOLATIONS = agent_repo.UNIQUE_VIOLATIONS
 
 
-async def create_agent(ctx: Context, *, org_id: str, project: str | None, spec: AgentSpec) -> Agent:
+async def create_agent(
+    ctx: Context, *, org_id: str, project: str | None, spec: AgentSpec, actor: Actor
+) -> Agent:
     """Create an agent in a project (default `main`)."""
     now = utcnow(ctx.clock)
     async with ctx.db.transaction(UNIQUE_VIOLATIONS) as session:
@@ -52,6 +55,7 @@ async def create_agent(ctx: Context, *, org_id: str, project: str | None, spec: 
             spec=spec,
             now=now,
         )
+        await _record(session, ctx, row, actor, "agent.create", project=project_row.name)
         return agent_repo.to_record(row, project_row.name, spec.phone_numbers)
 
 
@@ -74,7 +78,7 @@ async def list_agents(
 
 
 async def update_agent(
-    ctx: Context, *, org_id: str, ref: str, project: str | None, patch: AgentPatch
+    ctx: Context, *, org_id: str, ref: str, project: str | None, patch: AgentPatch, actor: Actor
 ) -> Agent:
     """Apply a partial update; refused with AgentDisabled while the agent is disabled."""
     async with ctx.db.transaction(UNIQUE_VIOLATIONS) as session:
@@ -87,29 +91,43 @@ async def update_agent(
         if not isinstance(patch.phone_numbers, Unset):
             await _refuse_taken_numbers(session, patch.phone_numbers, agent_id=row.id)
         await agent_repo.apply_patch(session, row, patch, now=utcnow(ctx.clock))
+        fields = sorted(name for name in AgentPatch.__slots__ if not _unset(patch, name))
+        await _record(session, ctx, row, actor, "agent.update", fields=fields)
         return await agent_repo.load(session, row)
 
 
-async def delete_agent(ctx: Context, *, org_id: str, ref: str, project: str | None) -> None:
+async def delete_agent(
+    ctx: Context, *, org_id: str, ref: str, project: str | None, actor: Actor
+) -> None:
     """Delete an agent and release its phone numbers."""
     async with ctx.db.transaction() as session:
-        await agent_repo.delete_row(session, await find_agent_row(session, org_id, ref, project))
+        row = await find_agent_row(session, org_id, ref, project)
+        await _record(session, ctx, row, actor, "agent.delete")
+        await agent_repo.delete_row(session, row)
 
 
-async def disable_agent(ctx: Context, *, org_id: str, ref: str, project: str | None) -> None:
+async def disable_agent(
+    ctx: Context, *, org_id: str, ref: str, project: str | None, actor: Actor
+) -> None:
     """Disable an agent (idempotent): it starts no conversation and takes no update."""
     async with ctx.db.transaction() as session:
         row = await find_agent_row(session, org_id, ref, project, for_update=True)
-        if row.disabled_at is None:
+        changed = row.disabled_at is None
+        if changed:
             await agent_repo.set_disabled(session, row, at=utcnow(ctx.clock))
+        await _record(session, ctx, row, actor, "agent.disable", changed=changed)
 
 
-async def enable_agent(ctx: Context, *, org_id: str, ref: str, project: str | None) -> None:
+async def enable_agent(
+    ctx: Context, *, org_id: str, ref: str, project: str | None, actor: Actor
+) -> None:
     """Enable an agent again (idempotent)."""
     async with ctx.db.transaction() as session:
         row = await find_agent_row(session, org_id, ref, project, for_update=True)
-        if row.disabled_at is not None:
+        changed = row.disabled_at is not None
+        if changed:
             await agent_repo.set_enabled(session, row, at=utcnow(ctx.clock))
+        await _record(session, ctx, row, actor, "agent.enable", changed=changed)
 
 
 async def release_phone_numbers(
@@ -119,6 +137,7 @@ async def release_phone_numbers(
     ref: str,
     project: str | None,
     numbers: Sequence[str] | None,
+    actor: Actor,
 ) -> Agent:
     """Release some (or, with None, all) of an agent's numbers; allowed while disabled."""
     async with ctx.db.transaction() as session:
@@ -136,6 +155,8 @@ async def release_phone_numbers(
             await agent_repo.apply_patch(
                 session, row, AgentPatch(phone_numbers=tuple(keep)), now=utcnow(ctx.clock)
             )
+        released = [number for number in current if number not in keep]
+        await _record(session, ctx, row, actor, "agent.release_numbers", phone_numbers=released)
         return await agent_repo.load(session, row)
 
 
@@ -159,6 +180,24 @@ async def find_agent_row(
         except ProjectNotFound:
             raise AgentNotFound() from None
     return await agent_repo.find(session, org_id, ref, project=project_row, for_update=for_update)
+
+
+async def _record(
+    session: AsyncSession, ctx: Context, row: AgentRow, actor: Actor, action: str, **details: object
+) -> None:
+    await audit.record(
+        session,
+        ctx,
+        org_id=row.org_id,
+        actor=actor,
+        action=action,
+        target=row.id,
+        details={"name": row.name, **details},
+    )
+
+
+def _unset(patch: AgentPatch, name: str) -> bool:
+    return isinstance(getattr(patch, name), Unset)
 
 
 async def _refuse_taken_numbers(

@@ -7,17 +7,19 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from parley import credentials
 from parley.clock import utcnow
 from parley.db.repos import api_keys as key_repo
+from parley.db.repos import dashboard_sessions as session_repo
 from parley.errors import ApiKeyNotFound, Forbidden
 from parley.ids import new_id
-from parley.records import ApiKey, IssuedApiKey, Page
+from parley.records import Actor, ApiKey, IssuedApiKey, Page
+from parley.services import audit
 from parley.services.context import Context
 from parley.services.paging import page_of
 
 
 async def issue(
-    session: AsyncSession, ctx: Context, *, org_id: str, name: str | None
+    session: AsyncSession, ctx: Context, *, org_id: str, name: str | None, actor: Actor
 ) -> IssuedApiKey:
-    """Create a key inside an open transaction and return it with its secret."""
+    """Create a key inside an open transaction (audited) and return it with its secret."""
     secret = credentials.new_api_key()
     key = ApiKey(
         id=new_id("key"),
@@ -28,13 +30,24 @@ async def issue(
         created_at=utcnow(ctx.clock),
     )
     await key_repo.insert(session, key, secret_hash=credentials.hash_secret(secret))
+    await audit.record(
+        session,
+        ctx,
+        org_id=org_id,
+        actor=actor,
+        action="api_key.create",
+        target=key.id,
+        details={"name": name, "last4": key.last4},
+    )
     return IssuedApiKey(api_key=key, secret=secret)
 
 
-async def create_api_key(ctx: Context, *, org_id: str, name: str | None) -> IssuedApiKey:
+async def create_api_key(
+    ctx: Context, *, org_id: str, name: str | None, actor: Actor
+) -> IssuedApiKey:
     """Create an API key for the organization."""
     async with ctx.db.transaction() as session:
-        return await issue(session, ctx, org_id=org_id, name=name)
+        return await issue(session, ctx, org_id=org_id, name=name, actor=actor)
 
 
 async def list_api_keys(
@@ -46,15 +59,27 @@ async def list_api_keys(
     return page_of(keys, limit=limit)
 
 
-async def revoke_api_key(ctx: Context, *, org_id: str, key_id: str) -> None:
-    """Revoke a key: it stops working on the next request, on every instance."""
+async def revoke_api_key(ctx: Context, *, org_id: str, key_id: str, actor: Actor) -> None:
+    """Revoke a key: it stops working on the next request, on every instance, and the
+    dashboard sessions it opened end."""
     async with ctx.db.transaction() as session:
         row = await key_repo.get_active(session, key_id)
         if row is None:
             raise ApiKeyNotFound()
         if row.org_id != org_id:
             raise Forbidden()
-        await key_repo.revoke(session, row, at=utcnow(ctx.clock))
+        now = utcnow(ctx.clock)
+        await key_repo.revoke(session, row, at=now)
+        await session_repo.end_for_key(session, key_id, at=now)
+        await audit.record(
+            session,
+            ctx,
+            org_id=org_id,
+            actor=actor,
+            action="api_key.revoke",
+            target=key_id,
+            details={"name": row.name, "last4": row.last4},
+        )
 
 
 async def find_by_secret(ctx: Context, secret: str) -> ApiKey | None:

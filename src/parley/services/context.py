@@ -34,3 +34,5 @@ class Context:
     clock: Clock
     jwt: JwtRuntime
     revocations: Revocations
+    sign_in_limiter: RateLimiter
+    """Failed dashboard sign-ins per client address (services/dashboard.py)."""

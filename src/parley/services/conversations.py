@@ -19,7 +19,8 @@ from parley.errors import (
     ValidationFailed,
 )
 from parley.ids import new_id
-from parley.records import Agent, Conversation, Page
+from parley.records import Actor, Agent, Conversation, Page
+from parley.services import audit
 from parley.services.agents import find_agent_row
 from parley.services.context import Context
 from parley.services.paging import page_of
@@ -115,15 +116,27 @@ async def list_conversations(
     return page_of(found, limit=limit)
 
 
-async def end_conversation(ctx: Context, *, org_id: str, conversation_id: str) -> None:
+async def end_conversation(
+    ctx: Context, *, org_id: str, conversation_id: str, actor: Actor
+) -> None:
     """End a conversation (idempotent); its live WebSocket closes with 1000."""
     async with ctx.db.transaction() as session:
         row = await conversation_repo.get_row(session, org_id, conversation_id, for_update=True)
         if row is None:
             raise ConversationNotFound()
+        was = row.status
         if row.status != "ended":
             row.status = "ended"
             row.ended_at = utcnow(ctx.clock)
+        await audit.record(
+            session,
+            ctx,
+            org_id=org_id,
+            actor=actor,
+            action="conversation.end",
+            target=conversation_id,
+            details={"was": was},
+        )
     await ctx.revocations.revoke(
         ended_marker(org_id, conversation_id), expires_at=ctx.clock.time() + 86_400
     )

@@ -24,6 +24,8 @@ from parley.db.database import Database
 from parley.db.repos import jwt_configs as config_repo
 from parley.db.tables import JwtConfigRow
 from parley.errors import IssuerTaken, NotFound, ValidationFailed
+from parley.records import Actor
+from parley.services import audit
 from parley.services.context import Context
 
 log = logging.getLogger(__name__)
@@ -44,6 +46,8 @@ class KeyInForce:
     kty: str
     alg: str
     source: str
+    thumbprint: str = ""
+    """RFC 7638 SHA-256 thumbprint of the public key."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,7 +183,9 @@ async def get_jwt_config(ctx: Context, *, org_id: str) -> JwtConfigView:
     return _view(row, issuers, view)
 
 
-async def put_jwt_config(ctx: Context, *, org_id: str, config: JwtConfigInput) -> JwtConfigView:
+async def put_jwt_config(
+    ctx: Context, *, org_id: str, config: JwtConfigInput, actor: Actor
+) -> JwtConfigView:
     """Replace the organization's settings; fetch a JWKS URL once before storing it."""
     issuers = _distinct_issuers(config.issuers)
     if (config.jwks_url is None) == (config.public_keys is None):
@@ -214,22 +220,63 @@ async def put_jwt_config(ctx: Context, *, org_id: str, config: JwtConfigInput) -
             jwks_max_age=max_age,
             now=utcnow(ctx.clock),
         )
+        details: dict[str, object] = {
+            "issuers": issuers,
+            "audience": config.audience or ctx.jwt.default_audience,
+            "jwks_url": config.jwks_url,
+            "static_kids": [key["kid"] for key in static_keys],
+            "require_jti": config.require_jti,
+        }
+        await audit.record(
+            session,
+            ctx,
+            org_id=org_id,
+            actor=actor,
+            action="jwt.update",
+            target="jwt_settings",
+            details=details,
+        )
     ctx.jwt.issuers.forget(org_id)
     return await get_jwt_config(ctx, org_id=org_id)
 
 
-async def refresh_jwks(ctx: Context, *, org_id: str) -> JwtConfigView:
-    """Fetch the organization's JWKS now (static keys are reloaded)."""
+async def refresh_jwks(ctx: Context, *, org_id: str, actor: Actor) -> JwtConfigView:
+    """Fetch the organization's JWKS now (static keys are reloaded).
+
+    The fetch's result (the new key set, or the error) is stored by the key cache; the
+    audit event, success or failure, is recorded right after it.
+    """
     async with ctx.db.transaction() as session:
         row = await config_repo.get(session, org_id)
         issuers = await config_repo.issuers_of(session, org_id)
     if row is None:
         raise JwtNotConfigured()
-    view = await ctx.jwt.key_cache.refresh(key_source_of(row))
-    ctx.jwt.issuers.forget(org_id)
-    async with ctx.db.transaction() as session:
-        row = await config_repo.get(session, org_id) or row
+    try:
+        view = await ctx.jwt.key_cache.refresh(key_source_of(row))
+    except jwt.JwksFetchError as error:
+        await _record_refresh(ctx, org_id, actor, {"ok": False, "error": error.message})
+        raise
+    finally:
+        ctx.jwt.issuers.forget(org_id)
+    kids = [key.kid for key in view.keys]
+    row = await _record_refresh(ctx, org_id, actor, {"ok": True, "kids": kids}) or row
     return _view(row, issuers, view)
+
+
+async def _record_refresh(
+    ctx: Context, org_id: str, actor: Actor, details: dict[str, object]
+) -> JwtConfigRow | None:
+    async with ctx.db.transaction() as session:
+        await audit.record(
+            session,
+            ctx,
+            org_id=org_id,
+            actor=actor,
+            action="jwt.refresh",
+            target="jwt_settings",
+            details=details,
+        )
+        return await config_repo.get(session, org_id)
 
 
 def _distinct_issuers(issuers: Sequence[str]) -> list[str]:
@@ -256,7 +303,7 @@ def _import_static_keys(values: Sequence[object]) -> list[Mapping[str, str]]:
 
 def _view(row: JwtConfigRow, issuers: Sequence[str], view: jwt.KeySetView) -> JwtConfigView:
     source = "jwks" if row.jwks_url is not None else "static"
-    keys = tuple(KeyInForce(k.kid, k.kty, k.alg, source) for k in view.keys)
+    keys = tuple(KeyInForce(k.kid, k.kty, k.alg, source, jwt.thumbprint(k.jwk)) for k in view.keys)
     return JwtConfigView(
         issuers=tuple(issuers),
         audience=row.audience,

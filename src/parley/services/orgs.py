@@ -9,8 +9,8 @@ from parley.db.repos import orgs as org_repo
 from parley.db.repos import projects as project_repo
 from parley.errors import NameTaken, OrganizationNotFound, ValidationFailed
 from parley.ids import NAME_RULE, is_valid_name, new_id
-from parley.records import IssuedApiKey, Organization, Project
-from parley.services import api_keys
+from parley.records import OPERATOR, SYSTEM, Actor, IssuedApiKey, Organization, Project
+from parley.services import api_keys, audit
 from parley.services.context import Context
 
 MAIN_PROJECT = "main"
@@ -28,7 +28,7 @@ class NewOrganization:
     api_key: IssuedApiKey
 
 
-async def create_org(ctx: Context, *, name: str) -> NewOrganization:
+async def create_org(ctx: Context, *, name: str, actor: Actor = OPERATOR) -> NewOrganization:
     """Create an organization with its `main` project and a first API key."""
     if not is_valid_name(name):
         raise ValidationFailed(param_errors={"name": NAME_RULE})
@@ -40,7 +40,16 @@ async def create_org(ctx: Context, *, name: str) -> NewOrganization:
         await org_repo.insert(session, org)
         main = Project(id=new_id("proj"), org_id=org.id, name=MAIN_PROJECT, created_at=now)
         await project_repo.insert(session, main)
-        issued = await api_keys.issue(session, ctx, org_id=org.id, name="first key")
+        await audit.record(
+            session,
+            ctx,
+            org_id=org.id,
+            actor=actor,
+            action="org.create",
+            target=org.id,
+            details={"name": name},
+        )
+        issued = await api_keys.issue(session, ctx, org_id=org.id, name="first key", actor=actor)
     return NewOrganization(org=org, api_key=issued)
 
 
@@ -58,4 +67,4 @@ async def bootstrap(ctx: Context) -> NewOrganization | None:
     async with ctx.db.transaction() as session:
         if await org_repo.any_exist(session):
             return None
-    return await create_org(ctx, name=DEFAULT_ORG)
+    return await create_org(ctx, name=DEFAULT_ORG, actor=SYSTEM)

@@ -29,6 +29,9 @@ from parley.stores import (
     connect_redis,
 )
 
+SIGN_IN_RATE = (10, 10)
+"""Failed dashboard sign-ins per client address: 10 per minute, bursts of 10."""
+
 
 @dataclass(frozen=True, slots=True)
 class RuntimeOptions:
@@ -50,6 +53,7 @@ class _Stores:
     rate_limiter: RateLimiter
     revocations: Revocations
     throttle: Throttle
+    sign_in_limiter: RateLimiter
 
 
 @asynccontextmanager
@@ -87,7 +91,13 @@ async def open_context(options: RuntimeOptions, *, clock: Clock) -> AsyncIterato
             replay_guard=stores.replay_guard,
             default_audience=options.default_audience,
         )
-        yield Context(db=database, clock=clock, jwt=runtime, revocations=stores.revocations)
+        yield Context(
+            db=database,
+            clock=clock,
+            jwt=runtime,
+            revocations=stores.revocations,
+            sign_in_limiter=stores.sign_in_limiter,
+        )
 
 
 async def _open_stores(options: RuntimeOptions, clock: Clock, stack: AsyncExitStack) -> _Stores:
@@ -98,6 +108,7 @@ async def _open_stores(options: RuntimeOptions, clock: Clock, stack: AsyncExitSt
             rate_limiter=MemoryRateLimiter(rate, burst, clock),
             revocations=MemoryRevocations(clock),
             throttle=MemoryThrottle(clock),
+            sign_in_limiter=MemoryRateLimiter(*SIGN_IN_RATE, clock),
         )
     client = connect_redis(options.redis_url)
     stack.push_async_callback(client.aclose)
@@ -106,4 +117,5 @@ async def _open_stores(options: RuntimeOptions, clock: Clock, stack: AsyncExitSt
         rate_limiter=RedisRateLimiter(rate, burst, client),
         revocations=RedisRevocations(client),
         throttle=RedisThrottle(client),
+        sign_in_limiter=RedisRateLimiter(*SIGN_IN_RATE, client),
     )

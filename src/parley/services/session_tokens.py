@@ -19,7 +19,8 @@ from parley.clock import utcnow
 from parley.db.repos import session_tokens as token_repo
 from parley.errors import Forbidden, SessionTokenNotFound, ValidationFailed
 from parley.ids import new_id
-from parley.records import IssuedSessionToken, SessionToken
+from parley.records import Actor, IssuedSessionToken, SessionToken
+from parley.services import audit
 from parley.services.context import Context
 from parley.services.conversations import check_conversation_id
 
@@ -35,6 +36,7 @@ async def create_session_token(
     org_id: str,
     ttl_seconds: int = DEFAULT_TTL_SECONDS,
     conversation_ids: Sequence[str] | None = None,
+    actor: Actor,
 ) -> IssuedSessionToken:
     """Issue a session token for the organization."""
     if not MIN_TTL_SECONDS <= ttl_seconds <= MAX_TTL_SECONDS:
@@ -56,10 +58,19 @@ async def create_session_token(
     )
     async with ctx.db.transaction() as session:
         await token_repo.insert(session, token, secret_hash=credentials.hash_secret(secret))
+        await audit.record(
+            session,
+            ctx,
+            org_id=org_id,
+            actor=actor,
+            action="session_token.create",
+            target=token.id,
+            details={"ttl_seconds": ttl_seconds, "conversation_ids": len(conversation_ids or ())},
+        )
     return IssuedSessionToken(token=token, secret=secret)
 
 
-async def revoke_session_token(ctx: Context, *, org_id: str, token_id: str) -> None:
+async def revoke_session_token(ctx: Context, *, org_id: str, token_id: str, actor: Actor) -> None:
     """Revoke a token: refused on the next request everywhere; live sockets close."""
     async with ctx.db.transaction() as session:
         row = await token_repo.get_row(session, token_id)
@@ -68,8 +79,22 @@ async def revoke_session_token(ctx: Context, *, org_id: str, token_id: str) -> N
         if row.org_id != org_id:
             raise Forbidden()
         await token_repo.revoke(session, row, at=utcnow(ctx.clock))
+        await audit.record(
+            session,
+            ctx,
+            org_id=org_id,
+            actor=actor,
+            action="session_token.revoke",
+            target=token_id,
+        )
         expires_at = row.expires_at.timestamp()
     await ctx.revocations.revoke(token_id, expires_at=expires_at)
+
+
+async def list_active(ctx: Context, *, org_id: str) -> list[SessionToken]:
+    """List the organization's tokens that are neither revoked nor expired, newest first."""
+    async with ctx.db.transaction() as session:
+        return await token_repo.list_active(session, org_id, now=utcnow(ctx.clock))
 
 
 async def find_active(ctx: Context, secret: str) -> SessionToken | None:

@@ -6,7 +6,14 @@ from typing import Annotated
 
 from fastapi import APIRouter, Body, Path
 
-from parley.api.deps import ApiKeyPrincipal, Ctx, CursorParam, LimitParam, ProjectParam
+from parley.api.deps import (
+    ApiKeyActor,
+    ApiKeyPrincipal,
+    Ctx,
+    CursorParam,
+    LimitParam,
+    ProjectParam,
+)
 from parley.api.schemas import (
     AgentCreate,
     AgentEnvelope,
@@ -48,7 +55,11 @@ async def list_agents(
     responses=error_responses(400, 401, 403, 404, 409, 413, 503),
 )
 async def create_agent(
-    ctx: Ctx, principal: ApiKeyPrincipal, body: AgentCreate, project: ProjectParam = None
+    ctx: Ctx,
+    principal: ApiKeyPrincipal,
+    actor: ApiKeyActor,
+    body: AgentCreate,
+    project: ProjectParam = None,
 ) -> AgentEnvelope:
     """Create an agent in a project (body `project`, else `?project=`, else `main`)."""
     if body.project and project and body.project != project:
@@ -63,7 +74,7 @@ async def create_agent(
         phone_numbers=tuple(body.phone_numbers),
     )
     agent = await agents.create_agent(
-        ctx, org_id=principal.org_id, project=body.project or project, spec=spec
+        ctx, org_id=principal.org_id, project=body.project or project, spec=spec, actor=actor
     )
     return AgentEnvelope(agent=AgentOut.of(agent))
 
@@ -85,6 +96,7 @@ async def get_agent(
 async def update_agent(
     ctx: Ctx,
     principal: ApiKeyPrincipal,
+    actor: ApiKeyActor,
     name_or_id: NameOrId,
     body: AgentUpdate,
     project: ProjectParam = None,
@@ -98,35 +110,53 @@ async def update_agent(
         phone_numbers=tuple(body.phone_numbers) if body.phone_numbers is not None else UNSET,
     )
     agent = await agents.update_agent(
-        ctx, org_id=principal.org_id, ref=name_or_id, project=project, patch=patch
+        ctx, org_id=principal.org_id, ref=name_or_id, project=project, patch=patch, actor=actor
     )
     return AgentEnvelope(agent=AgentOut.of(agent))
 
 
 @router.delete("/{nameOrId}", response_model=SuccessOut, responses=ONE_AGENT_ERRORS)
 async def delete_agent(
-    ctx: Ctx, principal: ApiKeyPrincipal, name_or_id: NameOrId, project: ProjectParam = None
+    ctx: Ctx,
+    principal: ApiKeyPrincipal,
+    actor: ApiKeyActor,
+    name_or_id: NameOrId,
+    project: ProjectParam = None,
 ) -> SuccessOut:
     """Delete an agent; its phone numbers are released."""
-    await agents.delete_agent(ctx, org_id=principal.org_id, ref=name_or_id, project=project)
+    await agents.delete_agent(
+        ctx, org_id=principal.org_id, ref=name_or_id, project=project, actor=actor
+    )
     return SuccessOut(success=True)
 
 
 @router.post("/{nameOrId}/disable", response_model=SuccessOut, responses=ONE_AGENT_ERRORS)
 async def disable_agent(
-    ctx: Ctx, principal: ApiKeyPrincipal, name_or_id: NameOrId, project: ProjectParam = None
+    ctx: Ctx,
+    principal: ApiKeyPrincipal,
+    actor: ApiKeyActor,
+    name_or_id: NameOrId,
+    project: ProjectParam = None,
 ) -> SuccessOut:
     """Disable an agent (spec section 4.1). Disabling a disabled agent succeeds again."""
-    await agents.disable_agent(ctx, org_id=principal.org_id, ref=name_or_id, project=project)
+    await agents.disable_agent(
+        ctx, org_id=principal.org_id, ref=name_or_id, project=project, actor=actor
+    )
     return SuccessOut(success=True)
 
 
 @router.post("/{nameOrId}/enable", response_model=SuccessOut, responses=ONE_AGENT_ERRORS)
 async def enable_agent(
-    ctx: Ctx, principal: ApiKeyPrincipal, name_or_id: NameOrId, project: ProjectParam = None
+    ctx: Ctx,
+    principal: ApiKeyPrincipal,
+    actor: ApiKeyActor,
+    name_or_id: NameOrId,
+    project: ProjectParam = None,
 ) -> SuccessOut:
     """Enable a disabled agent. Enabling an enabled agent succeeds again."""
-    await agents.enable_agent(ctx, org_id=principal.org_id, ref=name_or_id, project=project)
+    await agents.enable_agent(
+        ctx, org_id=principal.org_id, ref=name_or_id, project=project, actor=actor
+    )
     return SuccessOut(success=True)
 
 
@@ -138,6 +168,7 @@ async def enable_agent(
 async def release_phone_numbers(
     ctx: Ctx,
     principal: ApiKeyPrincipal,
+    actor: ApiKeyActor,
     name_or_id: NameOrId,
     project: ProjectParam = None,
     body: Annotated[PhoneNumbersRelease | None, Body()] = None,
@@ -145,6 +176,11 @@ async def release_phone_numbers(
     """Release some or all of an agent's phone numbers; allowed while disabled."""
     numbers = body.phone_numbers if body is not None else None
     agent = await agents.release_phone_numbers(
-        ctx, org_id=principal.org_id, ref=name_or_id, project=project, numbers=numbers
+        ctx,
+        org_id=principal.org_id,
+        ref=name_or_id,
+        project=project,
+        numbers=numbers,
+        actor=actor,
     )
     return AgentEnvelope(agent=AgentOut.of(agent))

@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Body, Path
 
-from parley.api.deps import ApiKeyPrincipal, Ctx, CursorParam, LimitParam
+from parley.api.deps import ApiKeyActor, ApiKeyPrincipal, Ctx, CursorParam, LimitParam
 from parley.api.schemas import (
     ApiKeyCreate,
     ApiKeyCreated,
@@ -38,18 +38,22 @@ async def list_api_keys(
 async def create_api_key(
     ctx: Ctx,
     principal: ApiKeyPrincipal,
+    actor: ApiKeyActor,
     body: Annotated[ApiKeyCreate | None, Body()] = None,
 ) -> ApiKeyCreated:
     """Create a key; its secret is in this answer and nowhere else, ever."""
     name = body.name if body is not None else None
-    issued = await api_keys.create_api_key(ctx, org_id=principal.org_id, name=name)
+    issued = await api_keys.create_api_key(ctx, org_id=principal.org_id, name=name, actor=actor)
     return ApiKeyCreated(api_key=ApiKeyOut.of(issued.api_key), secret=issued.secret)
 
 
 @router.delete("/{id}", response_model=SuccessOut, responses=error_responses(401, 403, 404, 503))
 async def delete_api_key(
-    ctx: Ctx, principal: ApiKeyPrincipal, key_id: Annotated[str, Path(alias="id")]
+    ctx: Ctx,
+    principal: ApiKeyPrincipal,
+    actor: ApiKeyActor,
+    key_id: Annotated[str, Path(alias="id")],
 ) -> SuccessOut:
     """Revoke a key: it stops working on the next request, on every instance."""
-    await api_keys.revoke_api_key(ctx, org_id=principal.org_id, key_id=key_id)
+    await api_keys.revoke_api_key(ctx, org_id=principal.org_id, key_id=key_id, actor=actor)
     return SuccessOut(success=True)

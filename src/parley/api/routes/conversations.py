@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Request
 
 from parley.api.convert import conversation_out
 from parley.api.deps import (
@@ -16,6 +16,7 @@ from parley.api.deps import (
     CursorParam,
     LimitParam,
     ProjectParam,
+    actor_of,
 )
 from parley.api.schemas import (
     ConversationCreate,
@@ -77,12 +78,15 @@ async def list_conversations(
 
 @router.post("/{id}/end", response_model=SuccessOut, responses=error_responses(401, 403, 404, 503))
 async def end_conversation(
-    ctx: Ctx, principal: ConversationPrincipal, conversation_id: ConversationId
+    request: Request, ctx: Ctx, principal: ConversationPrincipal, conversation_id: ConversationId
 ) -> SuccessOut:
     """End a conversation; its live WebSocket closes with 1000."""
     principal.require("api_key")
     await conversations.end_conversation(
-        ctx, org_id=principal.org_id, conversation_id=conversation_id
+        ctx,
+        org_id=principal.org_id,
+        conversation_id=conversation_id,
+        actor=actor_of(request, principal),
     )
     return SuccessOut(success=True)
 

@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Body, Path
 
-from parley.api.deps import ApiKeyPrincipal, Ctx
+from parley.api.deps import ApiKeyActor, ApiKeyPrincipal, Ctx
 from parley.api.schemas import SessionTokenCreate, SessionTokenCreated, SuccessOut, error_responses
 from parley.clock import isoformat
 from parley.services import session_tokens
@@ -20,6 +20,7 @@ router = APIRouter(prefix="/v1/auth/session_token", tags=["session tokens"])
 async def create_session_token(
     ctx: Ctx,
     principal: ApiKeyPrincipal,
+    actor: ApiKeyActor,
     body: Annotated[SessionTokenCreate | None, Body()] = None,
 ) -> SessionTokenCreated:
     """Issue a session token, from the customer's backend, when a user starts a conversation."""
@@ -29,6 +30,7 @@ async def create_session_token(
         org_id=principal.org_id,
         ttl_seconds=request.ttl_seconds,
         conversation_ids=request.conversation_ids,
+        actor=actor,
     )
     return SessionTokenCreated(
         id=issued.token.id,
@@ -39,8 +41,13 @@ async def create_session_token(
 
 @router.delete("/{id}", response_model=SuccessOut, responses=error_responses(401, 403, 404, 503))
 async def revoke_session_token(
-    ctx: Ctx, principal: ApiKeyPrincipal, token_id: Annotated[str, Path(alias="id")]
+    ctx: Ctx,
+    principal: ApiKeyPrincipal,
+    actor: ApiKeyActor,
+    token_id: Annotated[str, Path(alias="id")],
 ) -> SuccessOut:
     """Revoke a session token: refused on its next use; its live WebSockets close (1008)."""
-    await session_tokens.revoke_session_token(ctx, org_id=principal.org_id, token_id=token_id)
+    await session_tokens.revoke_session_token(
+        ctx, org_id=principal.org_id, token_id=token_id, actor=actor
+    )
     return SuccessOut(success=True)

@@ -67,3 +67,8 @@ async def list_page(
 async def revoke(session: AsyncSession, row: ApiKeyRow, *, at: datetime) -> None:
     row.revoked_at = at
     await session.flush()
+
+
+async def find_any_by_hash(session: AsyncSession, secret_hash: str) -> ApiKeyRow | None:
+    """Return the key whose secret hashes to `secret_hash`, revoked or not."""
+    return await session.scalar(select(ApiKeyRow).where(ApiKeyRow.secret_hash == secret_hash))

@@ -53,3 +53,20 @@ async def revoke(session: AsyncSession, row: SessionTokenRow, *, at: datetime) -
     if row.revoked_at is None:
         row.revoked_at = at
         await session.flush()
+
+
+async def list_active(
+    session: AsyncSession, org_id: str, *, now: datetime, limit: int = 100
+) -> list[SessionToken]:
+    """Return up to `limit` unrevoked, unexpired tokens of the organization, newest first."""
+    rows = await session.scalars(
+        select(SessionTokenRow)
+        .where(
+            SessionTokenRow.org_id == org_id,
+            SessionTokenRow.revoked_at.is_(None),
+            SessionTokenRow.expires_at > now,
+        )
+        .order_by(SessionTokenRow.created_at.desc(), SessionTokenRow.id)
+        .limit(limit)
+    )
+    return [to_record(row) for row in rows]

@@ -1,0 +1,223 @@
+"""The audit trail: who changed what, as a tamper-evident hash chain per organization.
+
+Rules:
+1. Every change is recorded by `record` inside the transaction that makes it, so a change
+   and its event commit or roll back together.
+2. An event names its organization, actor (credential kind and ID, never a secret), action,
+   target, time, client address and request ID, plus a few non-secret details.
+3. Each organization's events form a chain: event N stores `prev_hash`, the hash of event
+   N-1 (64 zeros for the first), and `hash` = SHA-256(prev_hash || canonical JSON of the
+   event). The chain's head (last seq and hash) is stored too, so deleting the newest event
+   shows as well.
+4. Appending locks the organization's chain first (`db.repos.audit.lock_chain`), so two
+   concurrent events never fork it.
+5. `verify_chains` recomputes every chain and names the first bad event of each.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC
+from typing import Any, Final
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from parley.clock import utcnow
+from parley.db.repos import audit as audit_repo
+from parley.errors import ValidationFailed
+from parley.records import Actor, AuditEvent, Page
+from parley.services.context import Context
+
+GENESIS_HASH: Final = audit_repo.GENESIS_HASH
+VERIFY_BATCH: Final = 500
+ACTIONS: Final = frozenset(
+    {
+        "org.create",
+        "agent.create",
+        "agent.update",
+        "agent.disable",
+        "agent.enable",
+        "agent.delete",
+        "agent.release_numbers",
+        "api_key.create",
+        "api_key.revoke",
+        "session_token.create",
+        "session_token.revoke",
+        "jwt.update",
+        "jwt.refresh",
+        "conversation.end",
+        "dashboard.sign_in",
+        "dashboard.sign_out",
+        "dashboard.sign_in_failed",
+    }
+)
+
+
+def canonical_form(event: AuditEvent) -> bytes:
+    """Return the bytes that an event's hash covers: sorted, compact, UTF-8 JSON."""
+    body = {
+        "org_id": event.org_id,
+        "seq": event.seq,
+        "action": event.action,
+        "target": event.target,
+        "actor": {"kind": event.actor_kind, "id": event.actor_id},
+        "client": event.client,
+        "request_id": event.request_id,
+        "details": event.details,
+        "created_at": event.created_at.astimezone(UTC).isoformat(timespec="microseconds"),
+    }
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return text.encode("utf-8")
+
+
+def chain_hash(event: AuditEvent) -> str:
+    """Return SHA-256(prev_hash || canonical form) of an event, in hex."""
+    return hashlib.sha256(event.prev_hash.encode("ascii") + canonical_form(event)).hexdigest()
+
+
+async def record(
+    session: AsyncSession,
+    ctx: Context,
+    *,
+    org_id: str,
+    actor: Actor,
+    action: str,
+    target: str,
+    details: Mapping[str, Any] | None = None,
+) -> AuditEvent:
+    """Append an event to the organization's chain, inside the caller's transaction."""
+    if action not in ACTIONS:
+        raise ValueError(f"unknown audit action {action!r}")
+    seq, prev_hash = await audit_repo.lock_chain(session, org_id)
+    unhashed = AuditEvent(
+        org_id=org_id,
+        seq=seq + 1,
+        action=action,
+        target=target[:256],
+        actor_kind=actor.kind,
+        actor_id=actor.id,
+        client=actor.client[:64] if actor.client else None,
+        request_id=actor.request_id[:64] if actor.request_id else None,
+        details=dict(details or {}),
+        created_at=utcnow(ctx.clock),
+        prev_hash=prev_hash,
+        hash="",
+    )
+    event = _with_hash(unhashed)
+    await audit_repo.append(session, event)
+    return event
+
+
+def _with_hash(event: AuditEvent) -> AuditEvent:
+    return AuditEvent(**{**_fields(event), "hash": chain_hash(event)})
+
+
+def _fields(event: AuditEvent) -> dict[str, Any]:
+    return {name: getattr(event, name) for name in AuditEvent.__slots__}
+
+
+async def list_events(
+    ctx: Context,
+    *,
+    org_id: str,
+    action: str | None,
+    target: str | None,
+    cursor: str | None,
+    limit: int,
+) -> Page[AuditEvent]:
+    """List the organization's events, newest first, optionally by action and target."""
+    before = _decode_cursor(cursor) if cursor is not None else None
+    async with ctx.db.transaction() as session:
+        events = await audit_repo.list_page(
+            session, org_id, action=action, target=target, before_seq=before, limit=limit
+        )
+    if len(events) <= limit:
+        return Page(items=events, next_cursor=None)
+    return Page(items=events[:limit], next_cursor=_encode_cursor(events[limit - 1].seq))
+
+
+def _encode_cursor(seq: int) -> str:
+    return base64.urlsafe_b64encode(f"audit:{seq}".encode()).decode().rstrip("=")
+
+
+def _decode_cursor(cursor: str) -> int:
+    try:
+        raw = base64.urlsafe_b64decode((cursor + "=" * (-len(cursor) % 4)).encode("ascii"))
+        kind, _, seq = raw.decode("ascii").partition(":")
+        if kind != "audit" or not seq.isdigit():
+            raise ValueError(cursor)
+        return int(seq)
+    except (ValueError, binascii.Error, UnicodeError):
+        raise ValidationFailed(param_errors={"cursor": "is not a cursor of this listing"}) from None
+
+
+@dataclass(frozen=True, slots=True)
+class BadEvent:
+    """The first event at which a chain stops verifying, and why."""
+
+    seq: int
+    action: str | None
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class ChainReport:
+    """The verdict on one organization's chain."""
+
+    org_id: str
+    events: int
+    first_bad: BadEvent | None
+
+    @property
+    def ok(self) -> bool:
+        return self.first_bad is None
+
+
+async def verify_chains(ctx: Context, *, org_id: str | None = None) -> list[ChainReport]:
+    """Recompute the chain of one organization, or of every organization that has one."""
+    async with ctx.db.transaction() as session:
+        orgs = [org_id] if org_id is not None else await audit_repo.chained_orgs(session)
+        return [await _verify_chain(session, org) for org in orgs]
+
+
+async def _verify_chain(session: AsyncSession, org_id: str) -> ChainReport:
+    expected_seq, prev_hash, count = 1, GENESIS_HASH, 0
+    while True:
+        batch = await audit_repo.chain_slice(
+            session, org_id, after_seq=expected_seq - 1, limit=VERIFY_BATCH
+        )
+        for event in batch:
+            count += 1
+            problem = _check_link(event, expected_seq, prev_hash)
+            if problem is not None:
+                return ChainReport(org_id, count, BadEvent(event.seq, event.action, problem))
+            expected_seq, prev_hash = event.seq + 1, event.hash
+        if len(batch) < VERIFY_BATCH:
+            break
+    head = await audit_repo.head_of(session, org_id)
+    last_seq = expected_seq - 1
+    if head is None and last_seq == 0:
+        return ChainReport(org_id, 0, None)
+    if head is None or head != (last_seq, prev_hash):
+        reason = (
+            f"the chain ends at event {last_seq} but its recorded head is event "
+            f"{head[0] if head else 'missing'}: the newest events were deleted or the head "
+            "was altered"
+        )
+        return ChainReport(org_id, count, BadEvent(last_seq + 1, None, reason))
+    return ChainReport(org_id, count, None)
+
+
+def _check_link(event: AuditEvent, expected_seq: int, prev_hash: str) -> str | None:
+    if event.seq != expected_seq:
+        return f"events {expected_seq} to {event.seq - 1} are missing before this event"
+    if event.prev_hash != prev_hash:
+        return "its prev_hash does not match the event before it: an event was moved or replaced"
+    if chain_hash(event) != event.hash:
+        return "its content does not match its hash: the event was edited"
+    return None

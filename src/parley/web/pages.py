@@ -1,0 +1,242 @@
+"""Dashboard pages: JWT settings and the token checker, API keys, session tokens,
+conversations and the activity trail."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Request
+from starlette.datastructures import FormData
+from starlette.responses import RedirectResponse, Response
+
+from parley.errors import ParleyError, ValidationFailed
+from parley.services import api_keys, audit, conversations, jwt_config, session_tokens, token_check
+from parley.web import forms
+from parley.web.render import SIGN_IN_PATH, PageRoute, done, notice, page, status_for
+from parley.web.session import Visitor, checked_form, context_of, visitor
+
+router = APIRouter(prefix="/dashboard", route_class=PageRoute, include_in_schema=False)
+SignedIn = Annotated[Visitor, Depends(visitor)]
+
+
+async def _form(request: Request, signed_in: SignedIn) -> FormData:
+    return await checked_form(request, signed_in)
+
+
+CheckedForm = Annotated[FormData, Depends(_form)]
+
+
+# --- JWT settings -----------------------------------------------------------------------
+
+
+async def _jwt_page(
+    request: Request, signed_in: Visitor, *, status: int = 200, **extra: Any
+) -> Response:
+    ctx = context_of(request)
+    view = await jwt_config.get_jwt_config(ctx, org_id=signed_in.org_id)
+    return await page(
+        request,
+        signed_in,
+        "jwt.html",
+        status=status,
+        config=view,
+        now=ctx.clock.time(),
+        notice=notice(request),
+        **extra,
+    )
+
+
+@router.get("/jwt")
+async def jwt_page(request: Request, signed_in: SignedIn) -> Response:
+    return await _jwt_page(request, signed_in)
+
+
+@router.post("/jwt")
+async def save_jwt(request: Request, signed_in: SignedIn, form: CheckedForm) -> Response:
+    issuers = forms.items(form, "issuers")
+    if not 1 <= len(issuers) <= 10:
+        raise ValidationFailed(param_errors={"issuers": "give 1 to 10 issuers, one per line"})
+    source = forms.text(form, "source", max_length=16)
+    jwks_url = (
+        forms.text(form, "jwks_url", max_length=2048, required=True) if source == "jwks" else None
+    )
+    keys = forms.public_keys(form) if source == "static" else None
+    if jwks_url is None and keys is None:
+        raise ValidationFailed(param_errors={"source": "choose a JWKS URL or static keys"})
+    config = jwt_config.JwtConfigInput(
+        issuers=tuple(issuers),
+        audience=forms.text(form, "audience", max_length=512) or None,
+        jwks_url=jwks_url,
+        public_keys=keys,
+        require_jti=forms.checked(form, "require_jti"),
+    )
+    await jwt_config.put_jwt_config(
+        context_of(request), org_id=signed_in.org_id, config=config, actor=signed_in.actor
+    )
+    return done("/dashboard/jwt", "jwt_saved")
+
+
+@router.post("/jwt/refresh")
+async def refresh_jwt(request: Request, signed_in: SignedIn, _form: CheckedForm) -> Response:
+    try:
+        await jwt_config.refresh_jwks(
+            context_of(request), org_id=signed_in.org_id, actor=signed_in.actor
+        )
+    except ParleyError as error:
+        # The page shows the stored fetch error beside the keys still in force.
+        failure = f"{error.message} ({error.code})"
+        return await _jwt_page(request, signed_in, status=status_for(error), failure=failure)
+    return done("/dashboard/jwt", "jwt_refreshed")
+
+
+@router.post("/jwt/check")
+async def check_jwt(request: Request, signed_in: SignedIn, form: CheckedForm) -> Response:
+    token = forms.text(form, "token", max_length=65_536, required=True)
+    conversation_id = forms.text(form, "conversation_id", max_length=128) or None
+    result = await token_check.check_token(
+        context_of(request), org_id=signed_in.org_id, token=token, conversation_id=conversation_id
+    )
+    return await _jwt_page(request, signed_in, check=result, checked_conversation=conversation_id)
+
+
+# --- API keys ---------------------------------------------------------------------------
+
+
+async def _keys_page(request: Request, signed_in: Visitor, **extra: Any) -> Response:
+    listed = await api_keys.list_api_keys(
+        context_of(request), org_id=signed_in.org_id, cursor=None, limit=100
+    )
+    return await page(
+        request, signed_in, "api_keys.html", keys=listed.items, notice=notice(request), **extra
+    )
+
+
+@router.get("/api-keys")
+async def keys_page(request: Request, signed_in: SignedIn) -> Response:
+    return await _keys_page(request, signed_in)
+
+
+@router.post("/api-keys")
+async def create_key(request: Request, signed_in: SignedIn, form: CheckedForm) -> Response:
+    name = forms.text(form, "name", max_length=100) or None
+    issued = await api_keys.create_api_key(
+        context_of(request), org_id=signed_in.org_id, name=name, actor=signed_in.actor
+    )
+    return await _keys_page(request, signed_in, created=issued)
+
+
+@router.post("/api-keys/{key_id}/revoke")
+async def revoke_key(
+    request: Request, signed_in: SignedIn, _form: CheckedForm, key_id: str
+) -> Response:
+    await api_keys.revoke_api_key(
+        context_of(request), org_id=signed_in.org_id, key_id=key_id, actor=signed_in.actor
+    )
+    if key_id == signed_in.session.api_key_id:  # this session ended with its key
+        return RedirectResponse(SIGN_IN_PATH, status_code=303)
+    return done("/dashboard/api-keys", "key_revoked")
+
+
+# --- session tokens ---------------------------------------------------------------------
+
+
+async def _tokens_page(request: Request, signed_in: Visitor, **extra: Any) -> Response:
+    active = await session_tokens.list_active(context_of(request), org_id=signed_in.org_id)
+    return await page(
+        request, signed_in, "session_tokens.html", tokens=active, notice=notice(request), **extra
+    )
+
+
+@router.get("/session-tokens")
+async def tokens_page(request: Request, signed_in: SignedIn) -> Response:
+    return await _tokens_page(request, signed_in)
+
+
+@router.post("/session-tokens")
+async def create_token(request: Request, signed_in: SignedIn, form: CheckedForm) -> Response:
+    ttl = forms.text(form, "ttl_seconds", max_length=5) or "300"
+    if not ttl.isdigit():
+        raise ValidationFailed(param_errors={"ttl_seconds": "must be a number of seconds"})
+    ids = forms.items(form, "conversation_ids", max_length=20_000)
+    issued = await session_tokens.create_session_token(
+        context_of(request),
+        org_id=signed_in.org_id,
+        ttl_seconds=int(ttl),
+        conversation_ids=ids or None,
+        actor=signed_in.actor,
+    )
+    return await _tokens_page(request, signed_in, created=issued)
+
+
+@router.post("/session-tokens/{token_id}/revoke")
+async def revoke_token(
+    request: Request, signed_in: SignedIn, _form: CheckedForm, token_id: str
+) -> Response:
+    await session_tokens.revoke_session_token(
+        context_of(request), org_id=signed_in.org_id, token_id=token_id, actor=signed_in.actor
+    )
+    return done("/dashboard/session-tokens", "token_revoked")
+
+
+# --- conversations ----------------------------------------------------------------------
+
+
+@router.get("/conversations")
+async def conversations_page(
+    request: Request, signed_in: SignedIn, cursor: str | None = None
+) -> Response:
+    listed = await conversations.list_conversations(
+        context_of(request),
+        org_id=signed_in.org_id,
+        project=None,
+        agent=None,
+        only_ids=None,
+        cursor=cursor,
+        limit=50,
+    )
+    return await page(
+        request, signed_in, "conversations.html", listed=listed, notice=notice(request)
+    )
+
+
+@router.get("/conversations/{conversation_id}")
+async def conversation_page(
+    request: Request, signed_in: SignedIn, conversation_id: str
+) -> Response:
+    found = await conversations.get_conversation(
+        context_of(request), org_id=signed_in.org_id, conversation_id=conversation_id
+    )
+    return await page(
+        request, signed_in, "conversation.html", conversation=found, notice=notice(request)
+    )
+
+
+@router.post("/conversations/{conversation_id}/end")
+async def end_conversation(
+    request: Request, signed_in: SignedIn, _form: CheckedForm, conversation_id: str
+) -> Response:
+    await conversations.end_conversation(
+        context_of(request),
+        org_id=signed_in.org_id,
+        conversation_id=conversation_id,
+        actor=signed_in.actor,
+    )
+    return done(f"/dashboard/conversations/{conversation_id}", "conversation_ended")
+
+
+# --- activity ---------------------------------------------------------------------------
+
+
+@router.get("/activity")
+async def activity_page(
+    request: Request, signed_in: SignedIn, cursor: str | None = None
+) -> Response:
+    listed = await audit.list_events(
+        context_of(request),
+        org_id=signed_in.org_id,
+        action=None,
+        target=None,
+        cursor=cursor,
+        limit=100,
+    )
+    return await page(request, signed_in, "activity.html", listed=listed)

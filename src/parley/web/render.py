@@ -1,0 +1,130 @@
+"""Rendering: the templates, the page route that turns errors into pages, the status table."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Coroutine, Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from fastapi.routing import APIRoute
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+from starlette.templating import Jinja2Templates
+
+from parley import errors
+from parley.services import orgs
+from parley.web.session import CsrfRejected, SignInRequired, Visitor, context_of
+
+HERE = Path(__file__).parent
+templates = Jinja2Templates(directory=HERE / "templates")
+SIGN_IN_PATH = "/dashboard/sign-in"
+
+# The status of each error kind on a page: the same kinds as the REST API's table.
+STATUS_BY_KIND: dict[type[errors.ParleyError], int] = {
+    errors.InvalidRequest: 400,
+    errors.Unauthorized: 401,
+    errors.Forbidden: 403,
+    errors.NotFound: 404,
+    errors.Conflict: 409,
+    errors.PayloadTooLarge: 413,
+    errors.RateLimited: 429,
+    errors.Unavailable: 503,
+}
+
+
+def status_for(error: errors.ParleyError) -> int:
+    for cls in type(error).__mro__:
+        if cls in STATUS_BY_KIND:
+            return STATUS_BY_KIND[cls]
+    return 500
+
+
+def _when(value: datetime | float | None) -> str:
+    if value is None:
+        return "—"
+    moment = datetime.fromtimestamp(value, tz=UTC) if isinstance(value, float) else value
+    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+templates.env.filters["when"] = _when
+
+
+def error_page(
+    request: Request,
+    status: int,
+    code: str,
+    message: str,
+    *,
+    param_errors: Mapping[str, str] | None = None,
+    retry_after: int | None = None,
+) -> Response:
+    """Render an error as a page with its status; nothing of the resource is shown."""
+    headers = {"Retry-After": str(retry_after)} if retry_after else None
+    context = {"code": code, "message": message, "param_errors": param_errors or {}}
+    return templates.TemplateResponse(
+        request, "error.html", context, status_code=status, headers=headers
+    )
+
+
+class PageRoute(APIRoute):
+    """A dashboard route: sign-in redirects, CSRF refusals and Parley errors become pages."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def page_handler(request: Request) -> Response:
+            try:
+                return await handler(request)
+            except SignInRequired:
+                return RedirectResponse(SIGN_IN_PATH, status_code=303)
+            except CsrfRejected:
+                message = (
+                    "The form's security token is missing or wrong, so nothing was changed. "
+                    "Reload the page and try again."
+                )
+                return error_page(request, 403, "csrf_failed", message)
+            except errors.ParleyError as error:
+                return error_page(
+                    request,
+                    status_for(error),
+                    error.code,
+                    error.message,
+                    param_errors=error.param_errors,
+                    retry_after=error.retry_after,
+                )
+
+        return page_handler
+
+
+async def page(
+    request: Request, visitor: Visitor, template: str, *, status: int = 200, **context: Any
+) -> Response:
+    """Render a signed-in page: the organization's name, the nav, the CSRF token."""
+    org = await orgs.find_org(context_of(request), id_or_name=visitor.org_id)
+    values = {"org": org, "csrf": visitor.csrf, "visitor": visitor, **context}
+    return templates.TemplateResponse(request, template, values, status_code=status)
+
+
+def done(path: str, what: str) -> RedirectResponse:
+    """Redirect after a successful post (post-redirect-get) with a fixed notice code."""
+    return RedirectResponse(f"{path}?done={what}", status_code=303)
+
+
+NOTICES = {
+    "agent_created": "Agent created.",
+    "agent_updated": "Agent saved.",
+    "agent_disabled": "Agent disabled: it starts no conversation and takes no update.",
+    "agent_enabled": "Agent enabled.",
+    "agent_deleted": "Agent deleted.",
+    "numbers_released": "Phone numbers released.",
+    "jwt_saved": "JWT settings saved.",
+    "jwt_refreshed": "JWKS fetched.",
+    "key_revoked": "API key revoked.",
+    "token_revoked": "Session token revoked: its live sockets close within 2 seconds.",
+    "conversation_ended": "Conversation ended.",
+}
+
+
+def notice(request: Request) -> str | None:
+    return NOTICES.get(request.query_params.get("done", ""))

@@ -1,0 +1,221 @@
+"""Dashboard routes: sign-in and sign-out, agents; `install_dashboard` wires the rest."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, FastAPI, Request
+from starlette.datastructures import FormData
+from starlette.responses import RedirectResponse, Response
+from starlette.staticfiles import StaticFiles
+
+from parley.errors import ValidationFailed
+from parley.records import UNSET, AgentPatch, AgentSpec
+from parley.services import agents
+from parley.services import dashboard as dashboard_service
+from parley.web import forms, pages
+from parley.web.render import HERE, SIGN_IN_PATH, PageRoute, done, error_page, notice, page
+from parley.web.render import templates as page_templates
+from parley.web.security import DashboardHeadersMiddleware
+from parley.web.session import (
+    SESSION_COOKIE,
+    SIGN_IN_COOKIE,
+    Visitor,
+    checked_form,
+    clear_cookie,
+    client_actor,
+    context_of,
+    set_cookie,
+    sign_in_form_ok,
+    sign_in_token,
+    visitor,
+)
+
+router = APIRouter(prefix="/dashboard", route_class=PageRoute, include_in_schema=False)
+SignedIn = Annotated[Visitor, Depends(visitor)]
+
+
+@dataclass(frozen=True, slots=True)
+class DashboardOptions:
+    secure_cookies: bool
+
+
+def install_dashboard(app: FastAPI, *, secure_cookies: bool) -> None:
+    """Serve the dashboard under /dashboard: pages, static files, security headers."""
+    app.state.dashboard = DashboardOptions(secure_cookies=secure_cookies)
+    app.include_router(router)
+    app.include_router(pages.router)
+    app.mount("/dashboard/static", StaticFiles(directory=HERE / "static"), name="dashboard")
+    app.add_middleware(DashboardHeadersMiddleware)
+
+
+def _secure(request: Request) -> bool:
+    options: DashboardOptions = request.app.state.dashboard
+    return options.secure_cookies
+
+
+async def Form(request: Request, signed_in: SignedIn) -> FormData:
+    """The posted form, once its CSRF token is checked."""
+    return await checked_form(request, signed_in)
+
+
+CheckedForm = Annotated[FormData, Depends(Form)]
+
+
+# --- signing in and out -----------------------------------------------------------------
+
+
+@router.get("")
+async def home() -> Response:
+    return RedirectResponse("/dashboard/agents", status_code=303)
+
+
+@router.get("/sign-in")
+async def sign_in_page(request: Request) -> Response:
+    """The one dashboard page that needs no credential."""
+    return _sign_in_form(request)
+
+
+def _sign_in_form(request: Request, *, status: int = 200, error: str | None = None) -> Response:
+    token = sign_in_token(request)
+    response = page_templates.TemplateResponse(
+        request, "sign_in.html", {"csrf": token, "error": error}, status_code=status
+    )
+    set_cookie(response, SIGN_IN_COOKIE, token, secure=_secure(request), max_age=3600)
+    return response
+
+
+@router.post("/sign-in")
+async def sign_in(request: Request) -> Response:
+    form = await request.form()
+    if not sign_in_form_ok(request, form):
+        message = "The sign-in form expired. Reload the page and try again."
+        return error_page(request, 403, "csrf_failed", message)
+    api_key = form.get("api_key")
+    try:
+        signed = await dashboard_service.sign_in(
+            context_of(request),
+            api_key=api_key if isinstance(api_key, str) else "",
+            client=client_actor(request),
+        )
+    except dashboard_service.SignInThrottled as error:
+        return error_page(request, 429, error.code, error.message, retry_after=error.retry_after)
+    except dashboard_service.SignInRefused as error:
+        return _sign_in_form(request, status=401, error=error.message)
+    response = RedirectResponse("/dashboard/agents", status_code=303)
+    max_age = dashboard_service.ABSOLUTE_SECONDS
+    set_cookie(
+        response, SESSION_COOKIE, signed.session_id, secure=_secure(request), max_age=max_age
+    )
+    clear_cookie(response, SIGN_IN_COOKIE, secure=_secure(request))
+    return response
+
+
+@router.post("/sign-out")
+async def sign_out(request: Request, signed_in: SignedIn, _form: CheckedForm) -> Response:
+    await dashboard_service.sign_out(
+        context_of(request), session_id=signed_in.session_id, client=signed_in.actor
+    )
+    response = RedirectResponse(SIGN_IN_PATH, status_code=303)
+    clear_cookie(response, SESSION_COOKIE, secure=_secure(request))
+    return response
+
+
+# --- agents -----------------------------------------------------------------------------
+
+
+@router.get("/agents")
+async def agents_page(request: Request, signed_in: SignedIn) -> Response:
+    listed = await agents.list_agents(
+        context_of(request), org_id=signed_in.org_id, project=None, cursor=None, limit=100
+    )
+    return await page(
+        request, signed_in, "agents.html", agents=listed.items, notice=notice(request)
+    )
+
+
+@router.post("/agents")
+async def create_agent(request: Request, signed_in: SignedIn, form: CheckedForm) -> Response:
+    spec = AgentSpec(
+        name=forms.name(form),
+        voice_id=forms.text(form, "voice_id", max_length=100) or "us_female",
+        system_prompt=forms.text(form, "system_prompt", max_length=20_000),
+        welcome_message=forms.text(form, "welcome_message", max_length=2_000) or None,
+        language="en",
+        audio_format=forms.audio_format(form),
+        phone_numbers=forms.phone_numbers(form),
+    )
+    project = forms.text(form, "project", max_length=64) or None
+    agent = await agents.create_agent(
+        context_of(request), org_id=signed_in.org_id, project=project, spec=spec,
+        actor=signed_in.actor,
+    )  # fmt: skip
+    return done(f"/dashboard/agents/{agent.id}", "agent_created")
+
+
+@router.get("/agents/{agent_id}")
+async def agent_page(request: Request, signed_in: SignedIn, agent_id: str) -> Response:
+    agent = await agents.get_agent(
+        context_of(request), org_id=signed_in.org_id, ref=agent_id, project=None
+    )
+    return await page(
+        request,
+        signed_in,
+        "agent.html",
+        agent=agent,
+        audio_formats=forms.AUDIO_FORMATS,
+        notice=notice(request),
+    )
+
+
+@router.post("/agents/{agent_id}")
+async def update_agent(
+    request: Request, signed_in: SignedIn, form: CheckedForm, agent_id: str
+) -> Response:
+    ctx = context_of(request)
+    current = await agents.get_agent(ctx, org_id=signed_in.org_id, ref=agent_id, project=None)
+    wanted = {
+        "name": forms.name(form),
+        "voice_id": forms.text(form, "voice_id", max_length=100, required=True),
+        "system_prompt": forms.text(form, "system_prompt", max_length=20_000),
+        "welcome_message": forms.text(form, "welcome_message", max_length=2_000) or None,
+        "audio_format": forms.audio_format(form),
+        "phone_numbers": forms.phone_numbers(form),
+    }
+    changed = {k: v for k, v in wanted.items() if getattr(current, k) != v}
+    patch = AgentPatch(**changed)  # type: ignore[arg-type]
+    if not changed:
+        patch = AgentPatch(name=UNSET)
+    await agents.update_agent(
+        ctx, org_id=signed_in.org_id, ref=current.id, project=None, patch=patch,
+        actor=signed_in.actor,
+    )  # fmt: skip
+    return done(f"/dashboard/agents/{current.id}", "agent_updated")
+
+
+@router.post("/agents/{agent_id}/{operation}")
+async def agent_operation(
+    request: Request, signed_in: SignedIn, form: CheckedForm, agent_id: str, operation: str
+) -> Response:
+    ctx, org_id, actor = context_of(request), signed_in.org_id, signed_in.actor
+    path = f"/dashboard/agents/{agent_id}"
+    if operation == "disable":
+        await agents.disable_agent(ctx, org_id=org_id, ref=agent_id, project=None, actor=actor)
+        return done(path, "agent_disabled")
+    if operation == "enable":
+        await agents.enable_agent(ctx, org_id=org_id, ref=agent_id, project=None, actor=actor)
+        return done(path, "agent_enabled")
+    if operation == "delete":
+        await agents.delete_agent(ctx, org_id=org_id, ref=agent_id, project=None, actor=actor)
+        return done("/dashboard/agents", "agent_deleted")
+    if operation == "release":
+        chosen = [n for n in form.getlist("phone_numbers") if isinstance(n, str)]
+        if not chosen and not forms.checked(form, "all"):
+            raise ValidationFailed(param_errors={"phone_numbers": "choose the numbers to release"})
+        numbers = None if forms.checked(form, "all") else chosen
+        await agents.release_phone_numbers(
+            ctx, org_id=org_id, ref=agent_id, project=None, numbers=numbers, actor=actor
+        )
+        return done(path, "numbers_released")
+    return error_page(request, 404, "not_found", "Not found.")

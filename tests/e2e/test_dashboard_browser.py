@@ -1,0 +1,265 @@
+"""The operator story of the dashboard in headless Chromium against a real uvicorn server.
+
+Sign in; register a JWKS URL served on loopback and see its key; break that server and see
+the fetch error after a refresh; paste a static PEM key; create an agent, disable it, see the
+badge and the refused edit, enable it; create and revoke an API key and see a session opened
+with it end; create a session token, open a WebSocket with it, revoke it from the page and
+see the socket close; read a transcript; see all of it on the activity page, in order, with
+the actor. With PARLEY_DOCS_SCREENSHOTS=1 the pages are saved into docs/images/.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import websockets
+from cryptography.hazmat.primitives import serialization
+from fastapi import FastAPI
+from playwright.async_api import Browser, Page, async_playwright
+
+from parley.app import create_app
+from parley.jwt import generate_key_pair, import_jwk
+from parley.services import conversations
+from tests import databases
+from tests.e2e.conftest import Server
+from tests.e2e.test_browser_example import chromium_path
+from tests.factories import make_org
+from tests.jwks_server import JwksServer, running_jwks_server
+
+pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
+DOCS_IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
+
+
+@pytest.fixture
+def database_url(tmp_path: Path, sqlite_template: Path) -> str:
+    """SQLite only: the dashboard's rules run on both databases in tests/web."""
+    return databases.sqlite_copy(sqlite_template, tmp_path)
+
+
+@pytest.fixture
+async def app(settings_factory: Any) -> AsyncIterator[FastAPI]:
+    settings = settings_factory(
+        public_url="http://127.0.0.1:8000", jwks_allow_http=True, jwks_allow_private_networks=True
+    )
+    application = create_app(settings)
+    async with application.router.lifespan_context(application):
+        yield application
+
+
+@pytest.fixture
+def jwks() -> Iterator[JwksServer]:
+    with running_jwks_server() as server:
+        yield server
+
+
+@pytest.fixture
+async def chromium() -> AsyncIterator[Browser]:
+    async with async_playwright() as playwright:
+        launched = await playwright.chromium.launch(
+            executable_path=chromium_path(),
+            args=["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-quic",
+                  "--disable-background-networking", "--disable-component-update",
+                  "--disable-sync"],
+        )  # fmt: skip
+        try:
+            yield launched
+        finally:
+            await launched.close()
+
+
+async def shot(page: Page, name: str) -> None:
+    if os.environ.get("PARLEY_DOCS_SCREENSHOTS") == "1":
+        DOCS_IMAGES.mkdir(parents=True, exist_ok=True)
+        await page.screenshot(path=str(DOCS_IMAGES / f"dashboard-{name}.png"), full_page=True)
+
+
+async def sign_in(page: Page, server: Server, api_key: str) -> None:
+    await page.goto(f"{server.http}/dashboard")
+    assert page.url.endswith("/dashboard/sign-in")
+    await page.fill("input[name=api_key]", api_key)
+    await page.click("button[type=submit]")
+    await page.wait_for_url("**/dashboard/agents")
+
+
+def public_pem() -> str:
+    key = import_jwk(generate_key_pair("EdDSA", kid="static-1").jwks["keys"][0]).public_key
+    pem = key.public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
+    return pem.decode()
+
+
+@pytest.mark.timeout(240)
+async def test_dashboard_operator_story(
+    app: FastAPI, server: Server, jwks: JwksServer, chromium: Browser
+) -> None:
+    ctx = app.state.context
+    created = await make_org(ctx, "acme")
+    key_id = created.api_key.api_key.id
+    context = await chromium.new_context()
+    page = await context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+
+    # Sign in.
+    await sign_in(page, server, created.api_key.secret)
+    assert created.api_key.secret not in await page.content()
+
+    # Register a JWKS URL served on loopback; see its key and kid.
+    pair = generate_key_pair("ES256", kid="k1")
+    jwks.publish(*pair.jwks["keys"])
+    await page.click("text=JWT settings")
+    await page.fill("textarea[name=issuers]", "https://auth.acme.example")
+    await page.check("input[name=source][value=jwks]")
+    await page.fill("input[name=jwks_url]", jwks.url)
+    await page.click("#save-jwt")
+    await page.wait_for_selector("text=JWT settings saved.")
+    keys_table = await page.inner_text("#keys")
+    assert "k1" in keys_table
+    assert "ES256" in keys_table
+    assert await page.inner_text("#fetch-error") == "none"
+    await shot(page, "jwt")
+
+    # Break the JWKS server, refresh, see the fetch error (the key stays in force).
+    jwks.down = True
+    await page.click("#refresh")
+    await page.wait_for_selector("text=Refresh failed")
+    assert "503" in await page.inner_text("#fetch-error")
+    assert "k1" in await page.inner_text("#keys")
+
+    # The token checker explains a token signed with an unknown kid.
+    await page.fill(
+        "textarea[name=token]",
+        "eyJhbGciOiJFUzI1NiIsImtpZCI6ImsyIn0.eyJpc3MiOiJodHRwczovL2F1dGguYWNtZS5leGFtcGxlIn0.AA",
+    )
+    await page.click("#token-check button")
+    verdict = await page.inner_text("#check-verdict")
+    assert "Step 3 failed" in verdict
+    assert "kid `k2` is not in the JWKS fetched" in await page.inner_text("#check-steps")
+    await shot(page, "token-checker")
+
+    # Paste a static PEM key instead.
+    await page.check("input[name=source][value=static]")
+    await page.fill("textarea[name=public_keys]", public_pem())
+    await page.click("#save-jwt")
+    await page.wait_for_selector("text=JWT settings saved.")
+    assert "static" in await page.inner_text("#keys")
+
+    # Create an agent, disable it, see the badge, see the refused edit, enable it.
+    await page.click("text=Agents")
+    await page.fill("input[name=name]", "support")
+    await page.fill("textarea[name=system_prompt]", "You help with orders.")
+    await page.fill("textarea[name=phone_numbers]", "+14155550100")
+    await page.click("text=Create agent")
+    await page.wait_for_selector("text=Agent created.")
+    agent_url = page.url.split("?")[0]
+    await page.click("#disable")
+    await page.wait_for_selector("text=Agent disabled")
+    await page.click("nav >> text=Agents")
+    assert "disabled" in await page.inner_text("table")
+    await shot(page, "agents")
+    await page.goto(agent_url)
+    await page.fill("textarea[name=system_prompt]", "Changed while disabled.")
+    await page.click("#edit-agent button")
+    assert "The agent is disabled: it cannot be updated." in await page.content()
+    assert "agent_disabled" in await page.content()
+    await page.goto(agent_url)
+    await page.click("#enable")
+    await page.wait_for_selector("text=Agent enabled.")
+
+    # Create an API key, open a second session with it, revoke it: that session ends.
+    await page.click("text=API keys")
+    await page.fill("input[name=name]", "temporary")
+    await page.click("#create-key")
+    new_secret = await page.inner_text("#new-secret")
+    await shot(page, "api-keys")
+    other_context = await chromium.new_context()
+    other = await other_context.new_page()
+    await sign_in(other, server, new_secret)
+    await page.goto(f"{server.http}/dashboard/api-keys")
+    assert new_secret not in await page.content()  # shown once
+    temp_id = (await page.inner_text("tbody tr:has-text('temporary') code")).strip()
+    await page.click(f"#revoke-{temp_id}")
+    await page.wait_for_selector("text=API key revoked.")
+    await other.reload()
+    assert other.url.endswith("/dashboard/sign-in")
+    await other_context.close()
+
+    # Create a session token, open a socket with it, revoke it from the page: it closes.
+    await page.click("text=Session tokens")
+    await page.click("#create-token")
+    token = await page.inner_text("#new-token")
+    token_id = (await page.inner_text("tbody tr code")).strip()
+    await page.goto(f"{server.http}/dashboard/session-tokens")
+    async with websockets.connect(f"{server.ws}/v1/sts/ws?session_token={token}") as socket:
+        await page.click(f"#revoke-{token_id}")
+        await page.wait_for_selector("text=Session token revoked")
+        with pytest.raises(websockets.ConnectionClosed) as closed:
+            await asyncio.wait_for(socket.recv(), 5)
+    assert closed.value.rcvd is not None
+    assert closed.value.rcvd.code == 1008
+    assert closed.value.rcvd.reason == "session token revoked"
+
+    # Read a conversation's transcript.
+    conversation = await conversations.create_conversation(
+        ctx, org_id=created.org.id, agent="support", project=None, conversation_id="order-42"
+    )
+    for role, said in [("user", "Where is my order?"), ("assistant", "It ships today.")]:
+        await conversations.add_item(
+            ctx, org_id=created.org.id, conversation_id=conversation.id, role=role, text=said
+        )
+    await page.click("text=Conversations")
+    await page.click("text=order-42")
+    transcript = await page.inner_text("#transcript")
+    assert "Where is my order?" in transcript
+    assert "It ships today." in transcript
+    await shot(page, "conversation")
+
+    # Every action on the activity page, in order, with the actor.
+    await page.click("text=Activity")
+    rows = await page.eval_on_selector_all(
+        "#activity tbody tr",
+        "rows => rows.map(r => [r.querySelector('.action').innerText,"
+        " r.querySelector('.actor').innerText])",
+    )
+    await shot(page, "activity")
+    actions = [action for action, _ in reversed(rows)]
+    assert actions == [
+        "org.create",
+        "api_key.create",
+        "dashboard.sign_in",
+        "jwt.update",
+        "jwt.refresh",
+        "jwt.update",
+        "agent.create",
+        "agent.disable",
+        "agent.enable",
+        "api_key.create",
+        "dashboard.sign_in",
+        "api_key.revoke",
+        "session_token.create",
+        "session_token.revoke",
+    ]
+    actors = [actor for _, actor in reversed(rows)]
+    assert actors[:2] == ["operator", "operator"]
+    assert set(actors[2:10] + actors[11:]) == {f"dashboard {key_id}"}
+    assert actors[10] == f"dashboard {temp_id}"
+    assert errors == []
+    await context.close()
+
+
+async def test_dashboard_framed_by_another_origin_stays_blank(
+    app: FastAPI, server: Server, chromium: Browser
+) -> None:
+    page = await chromium.new_page()
+    await page.set_content(f'<iframe id="f" src="{server.http}/dashboard/sign-in"></iframe>')
+    await page.wait_for_timeout(1500)
+
+    frame = page.frames[-1]
+    assert frame is not page.main_frame
+    assert "API key" not in await frame.content()
