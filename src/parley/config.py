@@ -26,6 +26,10 @@ class Settings(BaseSettings):
     jwt_rate_per_minute: int = Field(default=60, ge=1, le=1_000_000)
     jwt_rate_burst: int = Field(default=20, ge=1, le=1_000_000)
     log_level: str = "info"
+    # Bounds on every wait on the database (docs/reliability.md): past them, 503.
+    database_connect_timeout_seconds: float = Field(default=3.0, gt=0, le=300)
+    database_statement_timeout_seconds: float = Field(default=5.0, gt=0, le=3600)
+    database_pool_timeout_seconds: float = Field(default=3.0, gt=0, le=300)
 
     @field_validator("database_url")
     @classmethod
