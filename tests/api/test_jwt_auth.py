@@ -579,3 +579,17 @@ async def test_refresh_without_configuration_404(app: FastAPI, http: httpx.Async
 async def test_refresh_when_jwks_down_400(org: Org, jwks: JwksServer) -> None:
     jwks.down = True
     assert_error(await org.api.post("/v1/auth/jwt/refresh"), 400, "jwks_unreachable")
+
+
+# --- one conversation ID rule (issue #9 finding 8) -------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "conversation_id",
+    ["c1\x00", "c" * 5000, "c" * 129, "c 1"],
+    ids=["nul", "5000-chars", "129-chars", "space"],
+)
+async def test_jwt_conversation_id_breaking_rule_401_invalid_token(
+    org: Org, http: httpx.AsyncClient, conversation_id: str
+) -> None:
+    assert_error(await read(http, org.token(conversation_id=conversation_id)), 401, "invalid_token")

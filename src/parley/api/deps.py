@@ -7,6 +7,7 @@ from typing import Annotated
 from fastapi import Depends, Path, Query, Request
 from starlette.requests import HTTPConnection
 
+from parley.api.text import Label
 from parley.services import Context, Principal, authenticate
 from parley.services.authn import bearer_credential
 from parley.services.paging import MAX_PAGE_SIZE
@@ -37,7 +38,7 @@ async def get_api_key_principal(principal: AnyPrincipal) -> Principal:
 
 ApiKeyPrincipal = Annotated[Principal, Depends(get_api_key_principal)]
 
-ConversationId = Annotated[str, Path(alias="id", description="The conversation's ID.")]
+ConversationId = Annotated[Label, Path(alias="id", description="The conversation's ID.")]
 
 
 async def get_conversation_principal(
@@ -51,7 +52,7 @@ async def get_conversation_principal(
 ConversationPrincipal = Annotated[Principal, Depends(get_conversation_principal)]
 
 ProjectParam = Annotated[
-    str | None,
+    Label | None,
     Query(description="Project name or ID (default `main`); used only when nameOrId is a name."),
 ]
 CursorParam = Annotated[

@@ -22,6 +22,8 @@ from starlette.websockets import WebSocketDisconnect, WebSocketState
 
 from parley.api.deps import get_context
 from parley.api.errors import error_response
+from parley.api.text import Label
+from parley.api.text import Text as FreeText
 from parley.engine import EngineClosed, EngineFactory
 from parley.errors import (
     InvalidJson,
@@ -36,7 +38,7 @@ log = logging.getLogger("parley.ws")
 router = APIRouter()
 
 MAX_MESSAGE_BYTES = live.MAX_MESSAGE_BYTES
-Text = Annotated[str, StringConstraints(max_length=20_000)]
+Text = Annotated[FreeText, StringConstraints(max_length=20_000)]
 
 
 class UnknownMessageType(InvalidRequest):
@@ -50,13 +52,13 @@ class _Frame(BaseModel):
 
 class ConfigFrame(_Frame):
     type: Literal["config"]
-    agent: Annotated[str, StringConstraints(min_length=1, max_length=64)]
-    project: Annotated[str, StringConstraints(min_length=1, max_length=64)] | None = None
-    input_format: str | None = None
-    output_format: str | None = None
+    agent: Annotated[Label, StringConstraints(min_length=1, max_length=64)]
+    project: Annotated[Label, StringConstraints(min_length=1, max_length=64)] | None = None
+    input_format: Label | None = None
+    output_format: Label | None = None
     system_prompt: Text | None = None
-    welcome_message: Annotated[str, StringConstraints(max_length=2_000)] | None = None
-    voice_id: Annotated[str, StringConstraints(min_length=1, max_length=100)] | None = None
+    welcome_message: Annotated[FreeText, StringConstraints(max_length=2_000)] | None = None
+    voice_id: Annotated[Label, StringConstraints(min_length=1, max_length=100)] | None = None
 
 
 class AudioFrame(_Frame):
@@ -66,18 +68,18 @@ class AudioFrame(_Frame):
 
 class SayFrame(_Frame):
     type: Literal["say"]
-    text: Annotated[str, StringConstraints(min_length=1, max_length=2_000)]
+    text: Annotated[FreeText, StringConstraints(min_length=1, max_length=2_000)]
 
 
 class GenerateReplyFrame(_Frame):
     type: Literal["generate_reply"]
-    user_message: Annotated[str, StringConstraints(max_length=2_000)] | None = None
-    system_message: Annotated[str, StringConstraints(max_length=2_000)] | None = None
+    user_message: Annotated[FreeText, StringConstraints(max_length=2_000)] | None = None
+    system_message: Annotated[FreeText, StringConstraints(max_length=2_000)] | None = None
 
 
 class ExternalIdFrame(_Frame):
     type: Literal["set_external_id"]
-    external_id: Annotated[str, StringConstraints(min_length=1, max_length=256)]
+    external_id: Annotated[Label, StringConstraints(min_length=1, max_length=256)]
 
 
 class SystemPromptFrame(_Frame):

@@ -17,12 +17,13 @@ from parley.api.schemas import (
     SuccessOut,
     error_responses,
 )
+from parley.api.text import Label
 from parley.errors import ValidationFailed
 from parley.records import UNSET, AgentPatch, AgentSpec
 from parley.services import agents
 
 router = APIRouter(prefix="/v1/agents", tags=["agents"])
-NameOrId = Annotated[str, Path(alias="nameOrId", description="Name or ID of the agent.")]
+NameOrId = Annotated[Label, Path(alias="nameOrId", description="Name or ID of the agent.")]
 ONE_AGENT_ERRORS = error_responses(400, 401, 403, 404, 503)
 
 

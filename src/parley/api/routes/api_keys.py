@@ -15,6 +15,7 @@ from parley.api.schemas import (
     SuccessOut,
     error_responses,
 )
+from parley.api.text import Label
 from parley.services import api_keys
 
 router = APIRouter(prefix="/v1/api_keys", tags=["api keys"])
@@ -48,7 +49,7 @@ async def create_api_key(
 
 @router.delete("/{id}", response_model=SuccessOut, responses=error_responses(401, 403, 404, 503))
 async def delete_api_key(
-    ctx: Ctx, principal: ApiKeyPrincipal, key_id: Annotated[str, Path(alias="id")]
+    ctx: Ctx, principal: ApiKeyPrincipal, key_id: Annotated[Label, Path(alias="id")]
 ) -> SuccessOut:
     """Revoke a key: it stops working on the next request, on every instance."""
     await api_keys.revoke_api_key(ctx, org_id=principal.org_id, key_id=key_id)

@@ -24,6 +24,7 @@ from parley.api.schemas import (
     SuccessOut,
     error_responses,
 )
+from parley.api.text import Label
 from parley.errors import InsufficientScope
 from parley.services import conversations
 
@@ -55,7 +56,7 @@ async def list_conversations(
     ctx: Ctx,
     principal: AnyPrincipal,
     project: ProjectParam = None,
-    agent: Annotated[str | None, Query(description="Agent name or ID.")] = None,
+    agent: Annotated[Label | None, Query(description="Agent name or ID.")] = None,
     cursor: CursorParam = None,
     limit: LimitParam = 100,
 ) -> ConversationList:

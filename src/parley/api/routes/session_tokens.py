@@ -8,6 +8,7 @@ from fastapi import APIRouter, Body, Path
 
 from parley.api.deps import ApiKeyPrincipal, Ctx
 from parley.api.schemas import SessionTokenCreate, SessionTokenCreated, SuccessOut, error_responses
+from parley.api.text import Label
 from parley.clock import isoformat
 from parley.services import session_tokens
 
@@ -39,7 +40,7 @@ async def create_session_token(
 
 @router.delete("/{id}", response_model=SuccessOut, responses=error_responses(401, 403, 404, 503))
 async def revoke_session_token(
-    ctx: Ctx, principal: ApiKeyPrincipal, token_id: Annotated[str, Path(alias="id")]
+    ctx: Ctx, principal: ApiKeyPrincipal, token_id: Annotated[Label, Path(alias="id")]
 ) -> SuccessOut:
     """Revoke a session token: refused on its next use; its live WebSockets close (1008)."""
     await session_tokens.revoke_session_token(ctx, org_id=principal.org_id, token_id=token_id)
