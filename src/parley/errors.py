@@ -4,6 +4,7 @@
      ├── InvalidRequest ............ the request is malformed or breaks a rule of its own
      │    ├── ValidationFailed ....... fields fail validation (carries param_errors)
      │    ├── InvalidJson
+     │    ├── InvalidCursor
      │    ├── MultipleCredentials
      │    └── JwksUnreachable
      ├── Unauthorized .............. no usable credential
@@ -65,6 +66,11 @@ class InvalidRequest(ParleyError):
 class ValidationFailed(InvalidRequest):
     code = "validation_error"
     message = "Some fields are invalid."
+
+
+class InvalidCursor(InvalidRequest):
+    code = "invalid_cursor"
+    message = "The cursor is not one this listing issued."
 
 
 class InvalidJson(InvalidRequest):
