@@ -12,6 +12,7 @@ from fastapi import FastAPI
 from parley import __version__
 from parley.api import log_hygiene, ws
 from parley.api.errors import install_error_handlers
+from parley.api.http_protocol import HTTPTOOLS_PROTOCOL
 from parley.api.middleware import AccessLogMiddleware, BodyLimitMiddleware
 from parley.api.openapi import build_openapi
 from parley.api.routes import (
@@ -27,6 +28,10 @@ from parley.clock import Clock, SystemClock
 from parley.config import Settings
 from parley.engine import EngineFactory, load_engine_factory
 from parley.services.runtime import RuntimeOptions, open_context
+
+HTTP_PROTOCOL = HTTPTOOLS_PROTOCOL
+"""uvicorn's `http=` for `parley serve`: httptools, answering malformed requests with the
+error envelope."""
 
 DESCRIPTION = (
     "Parley hosts voice conversations between end users and configurable agents. "

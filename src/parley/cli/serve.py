@@ -8,6 +8,7 @@ import logging
 import typer
 import uvicorn
 
+from parley.app import HTTP_PROTOCOL
 from parley.cli.common import load_settings, migrate_database, run_with_context
 from parley.services import Context, orgs
 from parley.services.live import MAX_MESSAGE_BYTES
@@ -48,7 +49,7 @@ def serve(
         port=port,
         workers=workers,
         loop="uvloop",
-        http="httptools",
+        http=HTTP_PROTOCOL,
         ws="websockets-sansio",
         # API.md section 8: a frame over 1 MiB closes the socket with 1009.
         ws_max_size=MAX_MESSAGE_BYTES,
