@@ -6,7 +6,14 @@ import re
 
 import pytest
 
-from parley.ids import ID_KINDS, is_valid_name, looks_like_id, new_id
+from parley.ids import (
+    ID_KINDS,
+    has_control_characters,
+    is_valid_conversation_id,
+    is_valid_name,
+    looks_like_id,
+    new_id,
+)
 
 
 @pytest.mark.parametrize("kind", ID_KINDS)
@@ -42,3 +49,42 @@ def test_looks_like_id_checks_kind() -> None:
 )
 def test_is_valid_name(name: str, valid: bool) -> None:
     assert is_valid_name(name) is valid
+
+
+@pytest.mark.parametrize(
+    ("conversation_id", "valid"),
+    [
+        ("c1", True),
+        ("conv_" + "a" * 32, True),
+        ("order:42@shop_a.b-c", True),
+        ("C" * 128, True),
+        ("C" * 129, False),
+        ("", False),
+        ("-c", False),
+        (".c", False),
+        ("c 1", False),
+        ("c/1", False),
+        ("c\x00", False),
+        ("c\n", False),
+        ("ç", False),
+    ],
+)
+def test_is_valid_conversation_id(conversation_id: str, valid: bool) -> None:
+    assert is_valid_conversation_id(conversation_id) is valid
+
+
+@pytest.mark.parametrize(
+    ("value", "found"),
+    [
+        ("plain", False),
+        ("utilisateur-é 日本", False),
+        ("a\x00", True),
+        ("tab\t", True),
+        ("del\x7f", True),
+        ("c1\x85", True),
+        ("\ud800", True),
+    ],
+    ids=["plain", "non-ascii", "nul", "tab", "del", "c1", "lone-surrogate"],
+)
+def test_has_control_characters(value: str, found: bool) -> None:
+    assert has_control_characters(value) is found

@@ -13,6 +13,7 @@ from parley.api import log_hygiene, ws
 from parley.api.docs import install_docs
 from parley.api.errors import install_error_handlers
 from parley.api.examples import install_examples
+from parley.api.http_protocol import HTTPTOOLS_PROTOCOL
 from parley.api.metrics import install_metrics
 from parley.api.middleware import AccessLogMiddleware, BodyLimitMiddleware
 from parley.api.openapi import build_openapi
@@ -32,6 +33,10 @@ from parley.engine import EngineFactory, build_engine_factory
 from parley.options import engine_options, runtime_options
 from parley.services.runtime import open_context
 from parley.web import install_dashboard
+
+HTTP_PROTOCOL = HTTPTOOLS_PROTOCOL
+"""uvicorn's `http=` for `parley serve`: httptools, answering malformed requests with the
+error envelope."""
 
 DESCRIPTION = (
     "Parley hosts voice conversations between end users and configurable agents. "

@@ -59,6 +59,11 @@ class Settings(BaseSettings):
             raise ValueError("PARLEY_LLM_BASE_URL is set: set PARLEY_LLM_MODEL too")
         return self
 
+    # Bounds on every wait on the database (docs/reliability.md): past them, 503.
+    database_connect_timeout_seconds: float = Field(default=3.0, gt=0, le=300)
+    database_statement_timeout_seconds: float = Field(default=5.0, gt=0, le=3600)
+    database_pool_timeout_seconds: float = Field(default=3.0, gt=0, le=300)
+
     @field_validator("database_url")
     @classmethod
     def _known_database(cls, value: str) -> str:

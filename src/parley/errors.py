@@ -4,6 +4,7 @@
      ├── InvalidRequest ............ the request is malformed or breaks a rule of its own
      │    ├── ValidationFailed ....... fields fail validation (carries param_errors)
      │    ├── InvalidJson
+     │    ├── InvalidCursor
      │    ├── MultipleCredentials
      │    └── JwksUnreachable
      ├── Unauthorized .............. no usable credential
@@ -20,7 +21,7 @@
      │        ConversationExists, ConversationEnded, IssuerTaken, JtiReplayed
      ├── PayloadTooLarge
      ├── RateLimited ............... carries retry_after (seconds)
-     └── Unavailable ............... a dependency is down; the service fails closed
+     └── Unavailable ............... a dependency is down; fails closed (Retry-After 2 s)
           └── JwksUnavailable
 
 The kinds describe the domain, not HTTP: `parley.api.errors` maps them to statuses by
@@ -30,6 +31,7 @@ walking each class's MRO. Each class carries a class-level `code` and default `m
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import ClassVar
 
 
 class ParleyError(Exception):
@@ -37,6 +39,8 @@ class ParleyError(Exception):
 
     code = "internal_error"
     message = "Internal server error."
+    default_retry_after: ClassVar[int | None] = None
+    """`Retry-After` (seconds) when the raiser gives none."""
 
     def __init__(
         self,
@@ -47,7 +51,7 @@ class ParleyError(Exception):
     ) -> None:
         self.message = message or type(self).message
         self.param_errors = dict(param_errors) if param_errors else None
-        self.retry_after = retry_after
+        self.retry_after = retry_after if retry_after is not None else self.default_retry_after
         super().__init__(self.message)
 
 
@@ -62,6 +66,11 @@ class InvalidRequest(ParleyError):
 class ValidationFailed(InvalidRequest):
     code = "validation_error"
     message = "Some fields are invalid."
+
+
+class InvalidCursor(InvalidRequest):
+    code = "invalid_cursor"
+    message = "The cursor is not one this listing issued."
 
 
 class InvalidJson(InvalidRequest):
@@ -212,6 +221,7 @@ class RateLimited(ParleyError):
 class Unavailable(ParleyError):
     code = "service_unavailable"
     message = "A dependency of the service is unavailable. Try again later."
+    default_retry_after = 2
 
 
 class JwksUnavailable(Unavailable):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import secrets
+import unicodedata
 from typing import Literal
 
 IdKind = Literal["org", "proj", "agent", "conv", "key", "sess"]
@@ -11,6 +12,7 @@ IdKind = Literal["org", "proj", "agent", "conv", "key", "sess"]
 ID_KINDS: tuple[IdKind, ...] = ("org", "proj", "agent", "conv", "key", "sess")
 _ID_SHAPE = re.compile(r"(org|proj|agent|conv|key|sess)_[0-9a-f]{32}")
 _NAME_SHAPE = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
+_CONVERSATION_ID_SHAPE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}")
 
 
 def new_id(kind: IdKind) -> str:
@@ -33,3 +35,25 @@ NAME_RULE = (
     "must be 1-64 characters of a-z, 0-9, '-' and '_', start with a letter or digit, "
     "and not have the shape of an ID"
 )
+
+
+def is_valid_conversation_id(value: str) -> bool:
+    """Tell whether `value` may name a conversation: the one rule for customer-chosen IDs,
+    whether they come in `POST /v1/conversations` or in a JWT's `conversation_id` claim."""
+    return _CONVERSATION_ID_SHAPE.fullmatch(value) is not None
+
+
+CONVERSATION_ID_RULE = (
+    "must be 1-128 characters of letters, digits, '.', '_', ':', '@' and '-', "
+    "starting with a letter or digit"
+)
+
+
+def has_control_characters(value: str) -> bool:
+    """Tell whether `value` holds a control character (Unicode Cc: C0, DEL, C1) or an
+    unpaired surrogate: neither belongs in a name, an ID, an issuer or a URL."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return any(unicodedata.category(c) == "Cc" for c in value)

@@ -26,6 +26,9 @@ def runtime_options(settings: Settings) -> RuntimeOptions:
         jwt_max_lifetime_seconds=settings.jwt_max_lifetime_seconds,
         jwt_rate_per_minute=settings.jwt_rate_per_minute,
         jwt_rate_burst=settings.jwt_rate_burst,
+        database_connect_timeout_seconds=settings.database_connect_timeout_seconds,
+        database_statement_timeout_seconds=settings.database_statement_timeout_seconds,
+        database_pool_timeout_seconds=settings.database_pool_timeout_seconds,
     )
 
 

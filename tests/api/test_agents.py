@@ -469,13 +469,21 @@ async def test_list_agents_filtered_by_project(tenant: Tenant, make_agent: MakeA
 
 
 @pytest.mark.parametrize(
-    "params",
-    [{"limit": 0}, {"limit": 101}, {"limit": "many"}, {"cursor": "!!!"}, {"cursor": "e30"}],
+    ("params", "code"),
+    [
+        ({"limit": 0}, "validation_error"),
+        ({"limit": 101}, "validation_error"),
+        ({"limit": "many"}, "validation_error"),
+        ({"cursor": "!!!"}, "invalid_cursor"),
+        ({"cursor": "e30"}, "invalid_cursor"),
+    ],
     ids=["limit-zero", "limit-over-100", "limit-not-int", "cursor-garbage", "cursor-not-ours"],
 )
-async def test_list_agents_bad_paging_400(tenant: Tenant, params: dict[str, Any]) -> None:
+async def test_list_agents_bad_paging_400(
+    tenant: Tenant, params: dict[str, Any], code: str
+) -> None:
     response = await tenant.client.get("/v1/agents", params=params)
-    assert_error(response, 400, "validation_error")
+    assert_error(response, 400, code)
 
 
 # --- update ---------------------------------------------------------------------------

@@ -595,3 +595,73 @@ async def test_refresh_without_configuration_404(app: FastAPI, http: httpx.Async
 async def test_refresh_when_jwks_down_400(org: Org, jwks: JwksServer) -> None:
     jwks.down = True
     assert_error(await org.api.post("/v1/auth/jwt/refresh"), 400, "jwks_unreachable")
+
+
+# --- one conversation ID rule (issue #9 finding 8) -------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "conversation_id",
+    ["c1\x00", "c" * 5000, "c" * 129, "c 1"],
+    ids=["nul", "5000-chars", "129-chars", "space"],
+)
+async def test_jwt_conversation_id_breaking_rule_401_invalid_token(
+    org: Org, http: httpx.AsyncClient, conversation_id: str
+) -> None:
+    assert_error(await read(http, org.token(conversation_id=conversation_id)), 401, "invalid_token")
+
+
+# --- a refreshed JWKS without a usable key is a failed fetch (issue #9 finding 12) ------------
+
+UNUSABLE_SETS = [
+    pytest.param({"keys": []}, id="empty"),
+    pytest.param({"keys": [{"kty": "oct", "k": "c2VjcmV0", "kid": "hmac"}]}, id="only-symmetric"),
+    pytest.param({"keys": [{"kty": "OKP", "crv": "X25519", "x": "AAAA"}]}, id="only-wrong-curve"),
+]
+
+
+async def assert_last_good_keys_kept(org: Org, http: httpx.AsyncClient) -> None:
+    shown = (await org.api.get("/v1/auth/jwt")).json()
+    assert [key["kid"] for key in shown["keys"]] == [org.signer.kid], shown
+    assert shown["jwks_error"], shown
+    assert (await read(http, org.token(iat=NOW, exp=NOW + 600))).status_code == 200
+
+
+@pytest.mark.parametrize("document", UNUSABLE_SETS)
+async def test_refresh_to_jwks_without_usable_key_400_keeps_last_good_keys(
+    org: Org, http: httpx.AsyncClient, jwks: JwksServer, document: dict[str, Any]
+) -> None:
+    jwks.document = document
+    assert_error(await org.api.post("/v1/auth/jwt/refresh"), 400, "jwks_unreachable")
+    await assert_last_good_keys_kept(org, http)
+
+
+@pytest.mark.parametrize("document", UNUSABLE_SETS)
+async def test_scheduled_refresh_to_jwks_without_usable_key_keeps_last_good_keys(
+    org: Org,
+    http: httpx.AsyncClient,
+    jwks: JwksServer,
+    clock: FrozenClock,
+    document: dict[str, Any],
+) -> None:
+    jwks.document = document
+    clock.advance(3600)  # past max-age: the next token triggers a refresh
+    later = NOW + 3600
+    response = await read(http, org.token(iat=later, exp=later + 600))
+    assert response.status_code == 200, response.text
+    shown = (await org.api.get("/v1/auth/jwt")).json()
+    assert [key["kid"] for key in shown["keys"]] == [org.signer.kid], shown
+    assert shown["jwks_error"], shown
+
+
+async def test_miss_refresh_to_empty_jwks_keeps_last_good_keys(
+    org: Org, http: httpx.AsyncClient, jwks: JwksServer
+) -> None:
+    jwks.document = {"keys": []}
+    stranger = make_signer("EdDSA", kid="unknown-kid")
+    forged = stranger.sign(stranger.header(), {**_claims(org), "jti": "m1"})
+    assert_error(await read(http, forged), 401, "invalid_signature")
+    assert (await read(http, org.token())).status_code == 200
+    shown = (await org.api.get("/v1/auth/jwt")).json()
+    assert [key["kid"] for key in shown["keys"]] == [org.signer.kid], shown
+    assert shown["jwks_error"], shown

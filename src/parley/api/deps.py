@@ -11,6 +11,7 @@ from parley.records import Actor
 from parley.services import Context, Principal, authenticate
 from parley.services.authn import bearer_credential
 from parley.services.paging import MAX_PAGE_SIZE
+from parley.text import Label
 
 
 def get_context(connection: HTTPConnection) -> Context:
@@ -55,7 +56,7 @@ async def get_api_key_actor(request: Request, principal: ApiKeyPrincipal) -> Act
 
 ApiKeyActor = Annotated[Actor, Depends(get_api_key_actor)]
 
-ConversationId = Annotated[str, Path(alias="id", description="The conversation's ID.")]
+ConversationId = Annotated[Label, Path(alias="id", description="The conversation's ID.")]
 
 
 async def get_conversation_principal(
@@ -69,7 +70,7 @@ async def get_conversation_principal(
 ConversationPrincipal = Annotated[Principal, Depends(get_conversation_principal)]
 
 ProjectParam = Annotated[
-    str | None,
+    Label | None,
     Query(description="Project name or ID (default `main`); used only when nameOrId is a name."),
 ]
 CursorParam = Annotated[

@@ -8,6 +8,13 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
 PUBLIC_PATHS = {"/health"}
+ALWAYS_POSSIBLE = {
+    "400": "Invalid request: parameters, body, credentials or the HTTP message itself.",
+    "503": "A dependency is unavailable; see `Retry-After`.",
+}
+"""Answers any operation can give, documented on every one of them: a malformed request or
+parameter (400), a database that is down (503), and, off the public paths, a missing or
+invalid credential (401)."""
 
 WEBSOCKET_DESCRIPTION = """
 
@@ -74,9 +81,18 @@ def build_openapi(app: FastAPI) -> dict[str, Any]:
         components.get("schemas", {}).pop(name, None)
     for path, operations in schema.get("paths", {}).items():
         for operation in operations.values():
-            responses = operation.get("responses", {})
+            responses = operation.setdefault("responses", {})
             responses.pop("422", None)
+            possible = dict(ALWAYS_POSSIBLE)
             if path not in PUBLIC_PATHS:
                 operation["security"] = [{"bearer": []}]
+                possible["401"] = "Missing or invalid credential."
+            for status, description in possible.items():
+                responses.setdefault(status, _error_response(description))
     app.openapi_schema = schema
     return schema
+
+
+def _error_response(description: str) -> dict[str, Any]:
+    envelope = {"$ref": "#/components/schemas/ErrorOut"}
+    return {"description": description, "content": {"application/json": {"schema": envelope}}}

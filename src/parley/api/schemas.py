@@ -14,6 +14,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstra
 from parley.clock import isoformat
 from parley.ids import NAME_RULE, is_valid_name
 from parley.records import Agent, ApiKey, AuditEvent, Project
+from parley.text import JsonObject, Label, Text
 
 AudioFormat = Literal["pcm_44100", "pcm_24000", "pcm_16000", "pcm_8000", "mulaw_8000"]
 Language = Literal["en"]
@@ -48,9 +49,9 @@ Name = Annotated[
 ]
 PhoneNumber = Annotated[str, AfterValidator(_e164)]
 PhoneNumbers = Annotated[list[PhoneNumber], Field(max_length=20), AfterValidator(_distinct)]
-VoiceId = Annotated[str, StringConstraints(min_length=1, max_length=100)]
-SystemPrompt = Annotated[str, StringConstraints(max_length=20_000)]
-WelcomeMessage = Annotated[str, StringConstraints(max_length=2_000)]
+VoiceId = Annotated[Label, StringConstraints(min_length=1, max_length=100)]
+SystemPrompt = Annotated[Text, StringConstraints(max_length=20_000)]
+WelcomeMessage = Annotated[Text, StringConstraints(max_length=2_000)]
 Timestamp = Annotated[str, Field(examples=["2026-11-21T10:00:00.000Z"])]
 
 
@@ -85,7 +86,7 @@ class SuccessOut(BaseModel):
 
 
 class ApiKeyCreate(Input):
-    name: Annotated[str, StringConstraints(min_length=1, max_length=100)] | None = None
+    name: Annotated[Label, StringConstraints(min_length=1, max_length=100)] | None = None
 
 
 class ApiKeyOut(BaseModel):
@@ -147,7 +148,9 @@ class ProjectList(BaseModel):
 
 class AgentCreate(Input):
     name: Name
-    project: str | None = Field(default=None, description="Project name or ID; default `main`.")
+    project: Annotated[Label, StringConstraints(max_length=64)] | None = Field(
+        default=None, description="Project name or ID; default `main`."
+    )
     voice_id: VoiceId = DEFAULT_VOICE_ID
     system_prompt: SystemPrompt = ""
     welcome_message: WelcomeMessage | None = None
@@ -246,18 +249,18 @@ def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
 
 # --- JWT configuration ------------------------------------------------------------------
 
-Issuer = Annotated[str, StringConstraints(min_length=1, max_length=512)]
+Issuer = Annotated[Label, StringConstraints(min_length=1, max_length=512)]
 
 
 class JwtConfigPut(Input):
     """`PUT /v1/auth/jwt`: exactly one of `jwks_url` and `public_keys`."""
 
     issuers: Annotated[list[Issuer], Field(min_length=1, max_length=10)]
-    audience: Annotated[str, StringConstraints(min_length=1, max_length=512)] | None = None
-    jwks_url: Annotated[str, StringConstraints(min_length=1, max_length=2048)] | None = None
+    audience: Annotated[Label, StringConstraints(min_length=1, max_length=512)] | None = None
+    jwks_url: Annotated[Label, StringConstraints(min_length=1, max_length=2048)] | None = None
     public_keys: (
         Annotated[
-            list[dict[str, Any] | Annotated[str, StringConstraints(max_length=16_384)]],
+            list[JsonObject | Annotated[Text, StringConstraints(max_length=16_384)]],
             Field(min_length=1, max_length=20),
         ]
         | None
@@ -311,9 +314,9 @@ class JwtCheckOut(BaseModel):
 
 
 class ConversationCreate(Input):
-    agent: Annotated[str, StringConstraints(min_length=1, max_length=64)]
-    project: Annotated[str, StringConstraints(min_length=1, max_length=64)] | None = None
-    id: Annotated[str, StringConstraints(min_length=1, max_length=128)] | None = None
+    agent: Annotated[Label, StringConstraints(min_length=1, max_length=64)]
+    project: Annotated[Label, StringConstraints(min_length=1, max_length=64)] | None = None
+    id: Annotated[Label, StringConstraints(min_length=1, max_length=128)] | None = None
 
 
 class AgentRefOut(BaseModel):
@@ -356,7 +359,7 @@ class SessionTokenCreate(Input):
     ttl_seconds: Annotated[int, Field(ge=60, le=3600)] = 300
     conversation_ids: (
         Annotated[
-            list[Annotated[str, StringConstraints(min_length=1, max_length=128)]],
+            list[Annotated[Label, StringConstraints(min_length=1, max_length=128)]],
             Field(max_length=100),
         ]
         | None

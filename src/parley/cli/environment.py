@@ -24,6 +24,9 @@ VARIABLES: tuple[tuple[str, str, str], ...] = (
     ("PARLEY_LLM_API_KEY", "unset", "its bearer key"),
     ("PARLEY_LLM_MODEL", "unset", "its model name (required with a base URL)"),
     ("PARLEY_LLM_TIMEOUT_SECONDS", "10", "first token, and each later piece, within this"),
+    ("PARLEY_DATABASE_CONNECT_TIMEOUT_SECONDS", "3.0", "longest wait to connect to the database"),
+    ("PARLEY_DATABASE_STATEMENT_TIMEOUT_SECONDS", "5.0", "longest database statement"),
+    ("PARLEY_DATABASE_POOL_TIMEOUT_SECONDS", "3.0", "longest wait for a pooled connection"),
 )
 
 

@@ -24,6 +24,7 @@ def serve(
     """Migrate the database, create the first organization if there is none, and serve."""
     import uvicorn  # imported here: the other commands start faster without it
 
+    from parley.app import HTTP_PROTOCOL
     from parley.services import orgs
     from parley.services.live import MAX_MESSAGE_BYTES
 
@@ -60,7 +61,7 @@ def serve(
         port=port,
         workers=workers,
         loop="uvloop",
-        http="httptools",
+        http=HTTP_PROTOCOL,
         ws="websockets-sansio",
         # API.md section 8: a frame over 1 MiB closes the socket with 1009.
         ws_max_size=MAX_MESSAGE_BYTES,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -9,22 +10,36 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from parley import metrics
-from parley.db.engine import create_engine, create_sessionmaker
-from parley.db.errors import UniqueViolations, translated
+from parley.db.engine import Timeouts, create_engine, create_sessionmaker
+from parley.db.errors import RETRY_AFTER_SECONDS, UniqueViolations, translated
 from parley.errors import Unavailable
 
 
 class Database:
     """Owns the engine; hands out transactions whose failures are Parley errors."""
 
-    def __init__(self, engine: AsyncEngine) -> None:
+    def __init__(self, engine: AsyncEngine, timeouts: Timeouts | None = None) -> None:
         self.engine = engine
+        self.timeouts = timeouts or Timeouts()
         self._sessions: async_sessionmaker[AsyncSession] = create_sessionmaker(engine)
 
     @classmethod
-    def from_url(cls, url: str) -> Database:
-        """Open (lazily) the database at `url`."""
-        return cls(create_engine(url))
+    def from_url(
+        cls,
+        url: str,
+        *,
+        connect_timeout: float | None = None,
+        statement_timeout: float | None = None,
+        pool_timeout: float | None = None,
+    ) -> Database:
+        """Open (lazily) the database at `url`; waits on it are bounded (seconds)."""
+        defaults = Timeouts()
+        timeouts = Timeouts(
+            connect=connect_timeout or defaults.connect,
+            statement=statement_timeout or defaults.statement,
+            pool=pool_timeout or defaults.pool,
+        )
+        return cls(create_engine(url, timeouts=timeouts), timeouts)
 
     @property
     def dialect(self) -> str:
@@ -45,9 +60,17 @@ class Database:
             raise
 
     async def ping(self) -> None:
-        """Run a trivial query; raise Unavailable when the database does not answer."""
-        async with self.transaction() as session:
-            await session.execute(text("SELECT 1"))
+        """Run a trivial query; raise Unavailable unless the database answers in time.
+
+        The deadline covers a pool checkout, a connection and one statement, so a hung
+        database is reported within about `pool + connect + statement` seconds.
+        """
+        bound = self.timeouts.pool + self.timeouts.connect + self.timeouts.statement
+        try:
+            async with asyncio.timeout(bound), self.transaction() as session:
+                await session.execute(text("SELECT 1"))
+        except TimeoutError:
+            raise Unavailable(retry_after=RETRY_AFTER_SECONDS) from None
 
     async def dispose(self) -> None:
         """Close every pooled connection."""

@@ -1,11 +1,13 @@
-"""The async engine and session factory, with SQLite made safe for concurrent writers."""
+"""The async engine and session factory, with SQLite made safe for concurrent writers and
+every wait on PostgreSQL bounded."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import event
-from sqlalchemy.engine import Connection
+from sqlalchemy.engine import Connection, ExceptionContext
 from sqlalchemy.ext.asyncio import (
     AsyncEngine,
     AsyncSession,
@@ -13,26 +15,70 @@ from sqlalchemy.ext.asyncio import (
     create_async_engine,
 )
 
+from parley.db.errors import breaks_connection
+
 SQLITE_BUSY_TIMEOUT_MS = 10_000
 
 
-def create_engine(url: str, *, echo: bool = False) -> AsyncEngine:
+@dataclass(frozen=True, slots=True)
+class Timeouts:
+    """How long the service waits on the database before answering 503 (seconds).
+
+    `connect`: opening a connection; `statement`: one statement, client side (a hung
+    server) and server side; `pool`: waiting for a free pooled connection.
+    """
+
+    connect: float = 3.0
+    statement: float = 5.0
+    pool: float = 3.0
+
+
+def create_engine(url: str, *, echo: bool = False, timeouts: Timeouts | None = None) -> AsyncEngine:
     """Create the engine for `url` (sqlite+aiosqlite or postgresql+asyncpg).
 
     SQLite gets WAL mode, foreign keys, a busy timeout and `BEGIN IMMEDIATE` transactions:
     every transaction takes the write lock up front, so two read-modify-write transactions
     can never interleave (the disable/update race is decided by the database, not by luck).
+
+    PostgreSQL gets bounded connect, statement and pool-checkout times, and a ping before
+    each checkout. On both, a connection that failed in a way that breaks it (see
+    `parley.db.errors.breaks_connection`) is discarded with every other pooled connection,
+    so a restarted or repaired database serves the next request.
     """
+    bounds = timeouts or Timeouts()
     if url.startswith("sqlite"):
         engine = create_async_engine(url, echo=echo, connect_args={"timeout": 30})
         _make_sqlite_serializable(engine)
-        return engine
-    return create_async_engine(url, echo=echo, pool_pre_ping=True, pool_size=10, max_overflow=10)
+    else:
+        engine = create_async_engine(
+            url,
+            echo=echo,
+            pool_pre_ping=True,
+            pool_size=10,
+            max_overflow=10,
+            pool_timeout=bounds.pool,
+            connect_args={
+                "timeout": bounds.connect,
+                "command_timeout": bounds.statement,
+                "server_settings": {"statement_timeout": str(int(bounds.statement * 1000))},
+            },
+        )
+    _discard_broken_connections(engine)
+    return engine
 
 
 def create_sessionmaker(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
     """Return the session factory: sessions keep loaded values after commit."""
     return async_sessionmaker(engine, expire_on_commit=False)
+
+
+def _discard_broken_connections(engine: AsyncEngine) -> None:
+    @event.listens_for(engine.sync_engine, "handle_error")
+    def _on_error(context: ExceptionContext) -> None:
+        if breaks_connection(context.original_exception):
+            # Invalidate this connection and, through `invalidate_pool_on_disconnect`,
+            # every connection pooled before it: a restart breaks them all.
+            context.is_disconnect = True
 
 
 def _make_sqlite_serializable(engine: AsyncEngine) -> None:

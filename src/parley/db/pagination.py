@@ -5,15 +5,19 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from datetime import datetime
+import re
+from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from sqlalchemy import Select, and_, or_
 from sqlalchemy.orm import InstrumentedAttribute
 
-from parley.errors import ValidationFailed
+from parley.errors import InvalidCursor
+from parley.ids import has_control_characters
 
 MAX_PAGE_SIZE = 100
+MAX_CURSOR_LENGTH = 512
+_BASE64URL = re.compile(r"[A-Za-z0-9_-]+")
 SelectT = TypeVar("SelectT", bound=Select[*tuple[Any, ...]])
 
 
@@ -24,15 +28,43 @@ def encode_cursor(created_at: datetime, row_id: str) -> str:
 
 
 def decode_cursor(cursor: str) -> tuple[datetime, str]:
-    """Parse a cursor made by `encode_cursor`; refuse anything else with a 400."""
+    """Parse a cursor made by `encode_cursor`; anything else is 400 `invalid_cursor`.
+
+    Strict, not forgiving: unpadded base64url of UTF-8 JSON `[created_at, id]`, where
+    `created_at` is an aware UTC time and `id` a non-empty ID without control characters or
+    unpaired surrogates, and encoding the result again gives back the very same cursor. So
+    a crafted cursor (a lone surrogate, a date out of range, an offset, extra members) never
+    reaches the database. Cursors are not signed: they only name a position in a listing
+    the caller may read anyway, and a signing key would have to be shared by every instance.
+    """
+    decoded = _decode(cursor)
+    if decoded is None or encode_cursor(*decoded) != cursor:
+        raise InvalidCursor(param_errors={"cursor": "is not a cursor of this listing"})
+    return decoded
+
+
+def _decode(cursor: str) -> tuple[datetime, str] | None:
+    if not cursor or len(cursor) > MAX_CURSOR_LENGTH or not _BASE64URL.fullmatch(cursor):
+        return None
     try:
         padded = cursor + "=" * (-len(cursor) % 4)
-        created, row_id = json.loads(base64.urlsafe_b64decode(padded.encode("ascii")))
-        if not isinstance(created, str) or not isinstance(row_id, str):
-            raise ValueError(cursor)
-        return datetime.fromisoformat(created), row_id
-    except (ValueError, TypeError, binascii.Error, UnicodeError):
-        raise ValidationFailed(param_errors={"cursor": "is not a cursor of this listing"}) from None
+        value = json.loads(base64.urlsafe_b64decode(padded).decode("utf-8"))
+    except (ValueError, binascii.Error, RecursionError):  # UnicodeDecodeError is a ValueError
+        return None
+    if not isinstance(value, list) or len(value) != 2:
+        return None
+    created, row_id = value
+    if not isinstance(created, str) or not isinstance(row_id, str):
+        return None
+    if not row_id or has_control_characters(row_id):
+        return None
+    try:
+        moment = datetime.fromisoformat(created)
+    except ValueError:
+        return None
+    if moment.utcoffset() != timedelta(0):
+        return None
+    return moment, row_id
 
 
 def paginate(

@@ -11,7 +11,9 @@ Defaults and limits:
   consults the throttle and the store at most once per 5 s, so random `kid`s cost no I/O;
 - `refresh` (for `PUT /v1/auth/jwt` and `POST /v1/auth/jwt/refresh`) bypasses the throttle;
 - a failed refresh keeps serving the last good keys for up to 24 h after their last
-  successful fetch; with no usable keys at all, `JwksUnavailable` (503, Retry-After 30 s);
+  successful fetch; a document with no usable key (`{"keys": []}`, only unusable keys) is a
+  failed refresh too, so it never replaces good keys; with no usable keys at all,
+  `JwksUnavailable` (503, Retry-After 30 s);
 - the last good document goes to the injected `KeySetStore`, so restarts keep it and other
   instances read it;
 - static keys (no JWKS URL) are served through the same API without any fetch.
@@ -41,6 +43,7 @@ logger = logging.getLogger("parley.jwt")
 MISS_FETCH_INTERVAL_SECONDS: Final = 30.0
 LOCAL_RECHECK_SECONDS: Final = 5.0
 STALE_SERVING_SECONDS: Final = 86_400.0
+NO_USABLE_KEY: Final = "The JWKS holds no usable key."
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,10 +103,12 @@ class _Entry:
     error: str | None = None
 
     @classmethod
-    def fetched(cls, source: KeySource, jwks: StoredJwks, *, now: float) -> _Entry:
+    def fetched(
+        cls, source: KeySource, jwks: StoredJwks, *, now: float, keys: KeySet | None = None
+    ) -> _Entry:
         return cls(
             source=source,
-            keys=load_jwks(jwks.document),
+            keys=keys if keys is not None else load_jwks(jwks.document),
             fetched_at=jwks.fetched_at,
             expires_at=jwks.fetched_at + jwks.max_age_seconds,
             usable_until=jwks.fetched_at + STALE_SERVING_SECONDS,
@@ -250,6 +255,11 @@ class KeyCache:
     async def _fetch(self, source: KeySource, url: str, *, raise_errors: bool) -> None:
         try:
             fetched = await self._fetcher.fetch(url)
+            keys = load_jwks(fetched.document)
+            if not len(keys):
+                # A set with no usable key is a failed fetch, not a revocation of every
+                # key: the last good keys stay in force (stale rules), as PUT refuses it.
+                raise JwksFetchError(NO_USABLE_KEY)
         except JwksFetchError as exc:
             logger.warning("jwks fetch failed for org %s: %s", source.org_id, exc.message)
             now = self._clock.time()
@@ -266,7 +276,9 @@ class KeyCache:
                 raise
             return
         stored = StoredJwks(url, fetched.document, self._clock.time(), fetched.max_age_seconds)
-        self._entries[source.org_id] = _Entry.fetched(source, stored, now=stored.fetched_at)
+        self._entries[source.org_id] = _Entry.fetched(
+            source, stored, now=stored.fetched_at, keys=keys
+        )
         try:
             await self._store.save(source.org_id, stored)
         except Unavailable:  # the keys are good; only their durable copy is late

@@ -27,6 +27,7 @@ from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 
+from parley.ids import has_control_characters
 from parley.jwt._codec import MalformedError, b64url_decode, b64url_encode, is_text
 from parley.jwt._ed25519 import is_weak_public_key
 from parley.jwt.errors import KeyRejected
@@ -142,8 +143,8 @@ def make_key(public_key: object, *, kid: str | None = None) -> VerificationKey:
     jwk = public_jwk(public_key)
     if alg == "EdDSA" and is_weak_public_key(b64url_decode(jwk["x"].encode("ascii"))):
         raise KeyRejected("The Ed25519 key is a small-order or non-canonical point.")
-    if kid is not None and not is_text(kid):
-        raise KeyRejected("The key's kid must be a non-empty string.")
+    if kid is not None and (not is_text(kid) or has_control_characters(kid)):
+        raise KeyRejected("The key's kid must be a non-empty string without control characters.")
     kid = kid or thumbprint(jwk)
     jwk.update(kid=kid, alg=alg, use="sig")
     return VerificationKey(kid=kid, alg=alg, public_key=public_key, jwk=MappingProxyType(jwk))
@@ -161,8 +162,8 @@ def import_jwk(jwk: object) -> VerificationKey:
     if ops is not None and (not isinstance(ops, list) or "verify" not in ops):
         raise KeyRejected('The key\'s "key_ops" must include "verify".')
     kid = jwk.get("kid")
-    if kid is not None and not is_text(kid):
-        raise KeyRejected("The key's kid must be a non-empty string.")
+    if kid is not None and (not is_text(kid) or has_control_characters(kid)):
+        raise KeyRejected("The key's kid must be a non-empty string without control characters.")
     try:
         public_key = _public_key_of(jwk)
     except (MalformedError, ValueError, TypeError, UnicodeEncodeError) as exc:

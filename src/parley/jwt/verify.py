@@ -35,6 +35,7 @@ from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
 
 from parley.clock import Clock
 from parley.errors import RateLimited
+from parley.ids import has_control_characters, is_valid_conversation_id
 from parley.jwt._codec import MalformedError, b64url_decode, is_text, json_object
 from parley.jwt.errors import (
     ConversationIdMismatch,
@@ -184,11 +185,20 @@ async def check_signature(
 
 
 def check_claim_types(claims: dict[str, Any], policy: IssuerPolicy) -> None:
-    """Step 4: required claims are present and typed (RFC 7519 section 4.1; bools are not ints)."""
+    """Step 4: required claims are present and typed (RFC 7519 section 4.1; bools are not ints).
+
+    `conversation_id` also follows the one conversation ID rule of `POST /v1/conversations`
+    (`parley.ids.is_valid_conversation_id`), and `sub`, an ID too, holds no control
+    character: both are stored, and every database must accept them alike.
+    """
     aud = claims.get("aud")
     if type(aud) is not str and not (type(aud) is list and all(type(a) is str for a in aud)):
         raise InvalidToken
     if not is_text(claims.get("sub")) or not is_text(claims.get("conversation_id")):
+        raise InvalidToken
+    if not is_valid_conversation_id(claims["conversation_id"]):
+        raise InvalidToken
+    if has_control_characters(claims["sub"]):
         raise InvalidToken
     if type(claims.get("exp")) is not int or type(claims.get("iat")) is not int:
         raise InvalidToken

@@ -3,8 +3,6 @@ customer or made by the service; a disabled agent starts none (spec section 3, r
 
 from __future__ import annotations
 
-import re
-
 from parley import metrics
 from parley.clock import utcnow
 from parley.db.repos import agents as agent_repo
@@ -18,23 +16,17 @@ from parley.errors import (
     ConversationNotStarted,
     ValidationFailed,
 )
-from parley.ids import new_id
+from parley.ids import CONVERSATION_ID_RULE, is_valid_conversation_id, new_id
 from parley.records import Actor, Agent, Conversation, Page
 from parley.services import audit
 from parley.services.agents import find_agent_row
 from parley.services.context import Context
 from parley.services.paging import page_of
 
-CONVERSATION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}")
-CONVERSATION_ID_RULE = (
-    "must be 1-128 characters of letters, digits, '.', '_', ':', '@' and '-', "
-    "starting with a letter or digit"
-)
-
 
 def check_conversation_id(conversation_id: str) -> str:
     """Refuse a customer-chosen conversation ID of the wrong shape (400)."""
-    if not CONVERSATION_ID.fullmatch(conversation_id):
+    if not is_valid_conversation_id(conversation_id):
         raise ValidationFailed(param_errors={"id": CONVERSATION_ID_RULE})
     return conversation_id
 

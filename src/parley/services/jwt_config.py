@@ -24,6 +24,7 @@ from parley.db.database import Database
 from parley.db.repos import jwt_configs as config_repo
 from parley.db.tables import JwtConfigRow
 from parley.errors import IssuerTaken, NotFound, ValidationFailed
+from parley.ids import has_control_characters
 from parley.records import Actor
 from parley.services import audit
 from parley.services.context import Context
@@ -131,6 +132,8 @@ class IssuerDirectory:
         self._policies: OrderedDict[str, tuple[float, jwt.IssuerPolicy | None]] = OrderedDict()
 
     async def policy(self, iss: str) -> jwt.IssuerPolicy | None:
+        if has_control_characters(iss):
+            return None  # no registered issuer holds one (PUT refuses them)
         now = self._clock.monotonic()
         cached = self._policies.get(iss)
         if cached is not None and now - cached[0] < POLICY_TTL_SECONDS:

@@ -45,6 +45,9 @@ class RuntimeOptions:
     jwt_max_lifetime_seconds: int = 3600
     jwt_rate_per_minute: int = 60
     jwt_rate_burst: int = 20
+    database_connect_timeout_seconds: float | None = None
+    database_statement_timeout_seconds: float | None = None
+    database_pool_timeout_seconds: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +63,12 @@ class _Stores:
 async def open_context(options: RuntimeOptions, *, clock: Clock) -> AsyncIterator[Context]:
     """Yield a services Context; close the database, Redis and HTTP client afterwards."""
     async with AsyncExitStack() as stack:
-        database = Database.from_url(options.database_url)
+        database = Database.from_url(
+            options.database_url,
+            connect_timeout=options.database_connect_timeout_seconds,
+            statement_timeout=options.database_statement_timeout_seconds,
+            pool_timeout=options.database_pool_timeout_seconds,
+        )
         stack.push_async_callback(database.dispose)
         stores = await _open_stores(options, clock, stack)
         # The JWKS client follows no redirects and trusts no proxy settings of the host.

@@ -27,9 +27,10 @@ from parley.api.schemas import (
 from parley.errors import ValidationFailed
 from parley.records import UNSET, AgentPatch, AgentSpec
 from parley.services import agents
+from parley.text import Label
 
 router = APIRouter(prefix="/v1/agents", tags=["agents"])
-NameOrId = Annotated[str, Path(alias="nameOrId", description="Name or ID of the agent.")]
+NameOrId = Annotated[Label, Path(alias="nameOrId", description="Name or ID of the agent.")]
 ONE_AGENT_ERRORS = error_responses(400, 401, 403, 404, 503)
 
 

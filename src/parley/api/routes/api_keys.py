@@ -16,6 +16,7 @@ from parley.api.schemas import (
     error_responses,
 )
 from parley.services import api_keys
+from parley.text import Label
 
 router = APIRouter(prefix="/v1/api_keys", tags=["api keys"])
 
@@ -52,7 +53,7 @@ async def delete_api_key(
     ctx: Ctx,
     principal: ApiKeyPrincipal,
     actor: ApiKeyActor,
-    key_id: Annotated[str, Path(alias="id")],
+    key_id: Annotated[Label, Path(alias="id")],
 ) -> SuccessOut:
     """Revoke a key: it stops working on the next request, on every instance."""
     await api_keys.revoke_api_key(ctx, org_id=principal.org_id, key_id=key_id, actor=actor)

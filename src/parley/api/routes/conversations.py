@@ -27,6 +27,7 @@ from parley.api.schemas import (
 )
 from parley.errors import InsufficientScope
 from parley.services import conversations
+from parley.text import Label
 
 router = APIRouter(prefix="/v1/conversations", tags=["conversations"])
 
@@ -56,7 +57,7 @@ async def list_conversations(
     ctx: Ctx,
     principal: AnyPrincipal,
     project: ProjectParam = None,
-    agent: Annotated[str | None, Query(description="Agent name or ID.")] = None,
+    agent: Annotated[Label | None, Query(description="Agent name or ID.")] = None,
     cursor: CursorParam = None,
     limit: LimitParam = 100,
 ) -> ConversationList:

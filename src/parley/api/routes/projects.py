@@ -16,9 +16,10 @@ from parley.api.schemas import (
     error_responses,
 )
 from parley.services import projects
+from parley.text import Label
 
 router = APIRouter(prefix="/v1/projects", tags=["projects"])
-NameOrId = Annotated[str, Path(alias="nameOrId", description="Name or ID of the project.")]
+NameOrId = Annotated[Label, Path(alias="nameOrId", description="Name or ID of the project.")]
 
 
 @router.get("", response_model=ProjectList, responses=error_responses(400, 401, 403, 503))

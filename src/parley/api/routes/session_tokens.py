@@ -10,6 +10,7 @@ from parley.api.deps import ApiKeyActor, ApiKeyPrincipal, Ctx
 from parley.api.schemas import SessionTokenCreate, SessionTokenCreated, SuccessOut, error_responses
 from parley.clock import isoformat
 from parley.services import session_tokens
+from parley.text import Label
 
 router = APIRouter(prefix="/v1/auth/session_token", tags=["session tokens"])
 
@@ -44,7 +45,7 @@ async def revoke_session_token(
     ctx: Ctx,
     principal: ApiKeyPrincipal,
     actor: ApiKeyActor,
-    token_id: Annotated[str, Path(alias="id")],
+    token_id: Annotated[Label, Path(alias="id")],
 ) -> SuccessOut:
     """Revoke a session token: refused on its next use; its live WebSockets close (1008)."""
     await session_tokens.revoke_session_token(

@@ -12,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from parley.db.pagination import paginate
 from parley.db.tables import AgentRow, ConversationItemRow, ConversationRow
 from parley.errors import ConversationExists
+from parley.ids import is_valid_conversation_id
 from parley.records import AgentRef, Conversation, ConversationItem
 
 UNIQUE_VIOLATIONS = {
@@ -42,6 +43,10 @@ def to_record(
 async def get_row(
     session: AsyncSession, org_id: str, conversation_id: str, *, for_update: bool = False
 ) -> ConversationRow | None:
+    """Return the conversation row, or None; an ID that breaks the rule names none (and
+    never reaches the database, which may not even accept it)."""
+    if not is_valid_conversation_id(conversation_id):
+        return None
     query = select(ConversationRow).where(
         ConversationRow.org_id == org_id, ConversationRow.id == conversation_id
     )

@@ -16,11 +16,13 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapte
 
 from parley import engine
 from parley.errors import InvalidJson, InvalidRequest, ParleyError, ValidationFailed
+from parley.text import Label
+from parley.text import Text as FreeText
 
 MAX_MESSAGE_BYTES = 1024 * 1024
 """A client frame over 1 MiB closes the socket with 1009."""
 
-Text = Annotated[str, StringConstraints(max_length=20_000)]
+Text = Annotated[FreeText, StringConstraints(max_length=20_000)]
 
 
 class UnknownMessageType(InvalidRequest):
@@ -34,13 +36,13 @@ class _Frame(BaseModel):
 
 class Configure(_Frame):
     type: Literal["config"]
-    agent: Annotated[str, StringConstraints(min_length=1, max_length=64)]
-    project: Annotated[str, StringConstraints(min_length=1, max_length=64)] | None = None
-    input_format: str | None = None
-    output_format: str | None = None
+    agent: Annotated[Label, StringConstraints(min_length=1, max_length=64)]
+    project: Annotated[Label, StringConstraints(min_length=1, max_length=64)] | None = None
+    input_format: Label | None = None
+    output_format: Label | None = None
     system_prompt: Text | None = None
-    welcome_message: Annotated[str, StringConstraints(max_length=2_000)] | None = None
-    voice_id: Annotated[str, StringConstraints(min_length=1, max_length=100)] | None = None
+    welcome_message: Annotated[FreeText, StringConstraints(max_length=2_000)] | None = None
+    voice_id: Annotated[Label, StringConstraints(min_length=1, max_length=100)] | None = None
 
 
 class FeedAudio(_Frame):
@@ -57,18 +59,18 @@ class FeedAudio(_Frame):
 
 class Say(_Frame):
     type: Literal["say"]
-    text: Annotated[str, StringConstraints(min_length=1, max_length=2_000)]
+    text: Annotated[FreeText, StringConstraints(min_length=1, max_length=2_000)]
 
 
 class GenerateReply(_Frame):
     type: Literal["generate_reply"]
-    user_message: Annotated[str, StringConstraints(max_length=2_000)] | None = None
-    system_message: Annotated[str, StringConstraints(max_length=2_000)] | None = None
+    user_message: Annotated[FreeText, StringConstraints(max_length=2_000)] | None = None
+    system_message: Annotated[FreeText, StringConstraints(max_length=2_000)] | None = None
 
 
 class SetExternalId(_Frame):
     type: Literal["set_external_id"]
-    external_id: Annotated[str, StringConstraints(min_length=1, max_length=256)]
+    external_id: Annotated[Label, StringConstraints(min_length=1, max_length=256)]
 
 
 class UpdateSystemPrompt(_Frame):

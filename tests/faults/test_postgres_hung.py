@@ -1,0 +1,54 @@
+"""Issue #9 finding 4: a hung PostgreSQL (every process SIGSTOPped) gets a prompt 503 with
+`Retry-After` on the API and on `/health`, within the configured bounds; once it runs again
+the service recovers without a restart."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import httpx
+import pytest
+
+from tests.faults.conftest import BOUNDS, assert_unavailable, fault_settings, running_app
+from tests.faults.pg_cluster import PostgresCluster
+
+pytestmark = pytest.mark.anyio
+
+# The slowest honest answer: a pool wait, a connect and a statement, plus the 2 s SQLAlchemy
+# gives a broken asyncpg connection to close gracefully, plus scheduling slack.
+DEADLINE_SECONDS = sum(BOUNDS.values()) + 2.0 + 1.5
+
+
+async def _timed(client: httpx.AsyncClient, path: str) -> tuple[httpx.Response, float]:
+    started = time.monotonic()
+    answer = await client.get(path)
+    return answer, time.monotonic() - started
+
+
+async def test_postgres_hung_answers_503_within_bound_then_recovers(
+    pg_cluster: PostgresCluster,
+) -> None:
+    async with running_app(fault_settings(pg_cluster.url)) as running:
+        client = running.client
+        warm = await asyncio.gather(*(client.get("/v1/agents") for _ in range(4)))
+        assert {a.status_code for a in warm} == {200}
+
+        paused = await asyncio.to_thread(pg_cluster.pause)
+        try:
+            timed = await asyncio.gather(
+                *(_timed(client, path) for path in ["/health", "/v1/agents"] * 6)
+            )
+            # Later requests find the broken connections gone and fail just as promptly.
+            timed += [await _timed(client, "/health"), await _timed(client, "/v1/projects")]
+        finally:
+            pg_cluster.resume(paused)
+
+        for answer, seconds in timed:
+            assert_unavailable(answer)
+            assert seconds < DEADLINE_SECONDS, (answer.request.url.path, seconds)
+
+        health = await client.get("/health")
+        assert health.status_code == 200, health.text
+        for _ in range(5):
+            assert (await client.get("/v1/agents")).status_code == 200

@@ -1,0 +1,45 @@
+"""Settings: the database time bounds are read from PARLEY_* variables and refuse nonsense."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from parley.app import runtime_options
+from parley.config import Settings
+
+BOUND_VARIABLES = [
+    "PARLEY_DATABASE_CONNECT_TIMEOUT_SECONDS",
+    "PARLEY_DATABASE_STATEMENT_TIMEOUT_SECONDS",
+    "PARLEY_DATABASE_POOL_TIMEOUT_SECONDS",
+]
+
+
+def test_database_timeouts_default_to_a_few_seconds(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in BOUND_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    settings = Settings(_env_file=None)  # type: ignore[call-arg]
+    assert settings.database_connect_timeout_seconds == 3.0
+    assert settings.database_statement_timeout_seconds == 5.0
+    assert settings.database_pool_timeout_seconds == 3.0
+
+
+def test_database_timeouts_read_from_environment_and_passed_down(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for n, name in enumerate(BOUND_VARIABLES, start=1):
+        monkeypatch.setenv(name, str(n / 2))
+    options = runtime_options(Settings(_env_file=None))  # type: ignore[call-arg]
+    assert options.database_connect_timeout_seconds == 0.5
+    assert options.database_statement_timeout_seconds == 1.0
+    assert options.database_pool_timeout_seconds == 1.5
+
+
+@pytest.mark.parametrize("name", BOUND_VARIABLES)
+@pytest.mark.parametrize("value", ["0", "-1", "nope"])
+def test_database_timeout_not_positive_refused(
+    monkeypatch: pytest.MonkeyPatch, name: str, value: str
+) -> None:
+    monkeypatch.setenv(name, value)
+    with pytest.raises(ValidationError):
+        Settings(_env_file=None)  # type: ignore[call-arg]
