@@ -7,7 +7,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, TypeVar
 
 
 class JwksServer(ThreadingHTTPServer):
@@ -58,9 +58,12 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
 
+Server = TypeVar("Server", bound=ThreadingHTTPServer)
+
+
 @contextmanager
-def running_jwks_server() -> Iterator[JwksServer]:
-    server = JwksServer()
+def serving(server: Server) -> Iterator[Server]:
+    """Serve `server` from a thread for the block's duration, then stop and close it."""
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
@@ -69,3 +72,9 @@ def running_jwks_server() -> Iterator[JwksServer]:
         server.shutdown()
         server.server_close()
         thread.join(timeout=5)
+
+
+@contextmanager
+def running_jwks_server() -> Iterator[JwksServer]:
+    with serving(JwksServer()) as server:
+        yield server
