@@ -34,4 +34,11 @@ def test_classify_rejects_other_shapes() -> None:
     assert credentials.classify("parley_sk_short") is None
     assert credentials.classify("parley_sk_" + "A" * 44) is None
     assert credentials.classify("hello") is None
-    assert credentials.classify("a.b") is None
+
+
+def test_classify_any_dotted_string_is_a_jwt_candidate() -> None:
+    # so that a malformed token gets step 1's invalid_token, not a bare unauthorized
+    assert credentials.classify("a.b") == "jwt"
+    assert credentials.classify("eyJhbGciOiJFZERTQSJ9.eyJzdWIiOiJ4In0") == "jwt"
+    assert credentials.classify("a.b.c.d.e") == "jwt"
+    assert credentials.classify("parley_sk_short.x") == "jwt"

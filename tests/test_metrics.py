@@ -11,7 +11,7 @@ from parley import metrics
 from parley.db.database import Database
 from parley.errors import Unavailable
 from parley.jwt import JwksFetcher, JwksFetchError
-from parley.stores import RedisRevocations, connect_redis
+from parley.stores.redis import RedisRevocations, connect_redis
 from tests.cli.test_startup_errors import free_port
 
 pytestmark = pytest.mark.anyio

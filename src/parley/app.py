@@ -27,16 +27,20 @@ from parley.api.routes import (
     projects,
     session_tokens,
 )
+from parley.api.ws_protocol import WS_PROTOCOL
 from parley.clock import Clock, SystemClock
+from parley.composition import open_context
 from parley.config import Settings
 from parley.engine import EngineFactory, build_engine_factory
 from parley.options import engine_options, runtime_options
-from parley.services.runtime import open_context
+from parley.services.housekeeping import housekeeping
 from parley.web import install_dashboard
 
 HTTP_PROTOCOL = HTTPTOOLS_PROTOCOL
 """uvicorn's `http=` for `parley serve`: httptools, answering malformed requests with the
 error envelope."""
+
+__all__ = ["HTTP_PROTOCOL", "WS_PROTOCOL", "create_app", "create_app_from_env"]
 
 DESCRIPTION = (
     "Parley hosts voice conversations between end users and configurable agents. "
@@ -60,6 +64,7 @@ def create_app(
                 open_context(runtime_options(settings), clock=clock or SystemClock())
             )
             app.state.context = ctx
+            await stack.enter_async_context(housekeeping(ctx))
             factory = engine_factory or build_engine_factory(engine_options(settings))
             app.state.engine_factory = factory
             # Models load before the server answers anything, /health included: ready means

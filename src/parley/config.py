@@ -64,6 +64,18 @@ class Settings(BaseSettings):
     database_statement_timeout_seconds: float = Field(default=5.0, gt=0, le=3600)
     database_pool_timeout_seconds: float = Field(default=3.0, gt=0, le=300)
 
+    # Leases on live conversations (docs/reliability.md): an instance that stops renewing
+    # its lease for this long has its live conversations ended by the others.
+    instance_id: str | None = Field(default=None, min_length=1, max_length=128)
+    conversation_lease_seconds: float = Field(default=15.0, ge=1, le=3600)
+
+    @field_validator("instance_id")
+    @classmethod
+    def _instance_id(cls, value: str | None) -> str | None:
+        if value is not None and not value.isprintable():
+            raise ValueError("must hold printable characters only")
+        return value
+
     @field_validator("database_url")
     @classmethod
     def _known_database(cls, value: str) -> str:

@@ -50,6 +50,8 @@ def classify(credential: str) -> CredentialKind | None:
     """
     if _OPAQUE_SHAPE.fullmatch(credential):
         return "api_key" if credential.startswith(API_KEY_PREFIX) else "session_token"
-    if credential.count(".") == 2:
-        return "jwt"  # the JWT verifier decides, strictly, whether it is one (step 1)
+    if "." in credential:
+        # Not an opaque credential and dotted: a JWT candidate, which the verifier accepts
+        # or refuses with step 1's `invalid_token` (two or four segments included).
+        return "jwt"
     return None

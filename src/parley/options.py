@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from parley.composition import RuntimeOptions, new_instance_id
 from parley.config import Settings
-from parley.services.runtime import RuntimeOptions
 
 if TYPE_CHECKING:
     from parley.engine import EngineOptions
@@ -29,6 +29,8 @@ def runtime_options(settings: Settings) -> RuntimeOptions:
         database_connect_timeout_seconds=settings.database_connect_timeout_seconds,
         database_statement_timeout_seconds=settings.database_statement_timeout_seconds,
         database_pool_timeout_seconds=settings.database_pool_timeout_seconds,
+        instance_id=settings.instance_id or new_instance_id(),
+        conversation_lease_seconds=settings.conversation_lease_seconds,
     )
 
 

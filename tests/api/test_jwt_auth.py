@@ -457,6 +457,48 @@ async def test_jwt_on_other_endpoints_insufficient_scope(org: Org, http: httpx.A
         assert_error(await http.request(method, path, headers=headers), 403, "insufficient_scope")
 
 
+async def test_jwt_on_api_key_only_route_leaves_jti_unused(
+    org: Org, http: httpx.AsyncClient
+) -> None:
+    token = org.token(jti="not-spent-on-a-refusal")
+    headers = {"Authorization": f"Bearer {token}"}
+    for method, path in [("POST", "/v1/conversations/c1/end"), ("GET", "/v1/conversations")]:
+        assert_error(await http.request(method, path, headers=headers), 403, "insufficient_scope")
+    assert (await read(http, token)).status_code == 200  # the jti was never recorded
+    assert_error(await read(http, token), 409, "jti_replayed")
+
+
+async def test_jwt_on_api_key_only_route_charges_no_rate_limit(
+    org: Org, http: httpx.AsyncClient
+) -> None:
+    headers = {"Authorization": f"Bearer {org.token()}"}
+    for _ in range(40):  # twice the burst
+        response = await http.post("/v1/conversations/c1/end", headers=headers)
+        assert_error(response, 403, "insufficient_scope")
+    assert (await read(http, org.token())).status_code == 200
+
+
+@pytest.mark.parametrize(
+    "token",
+    [
+        "eyJhbGciOiJFZERTQSJ9.eyJzdWIiOiJ4In0",
+        "eyJhbGciOiJFZERTQSJ9.eyJzdWIiOiJ4In0.c2ln.eHh4.eXl5",
+        "not-a-jwt.at-all",
+        "a.b.c.d",
+    ],
+    ids=["two-segments", "five-segments", "words", "four-segments"],
+)
+async def test_dotted_malformed_token_401_invalid_token(
+    http: httpx.AsyncClient, org: Org, token: str
+) -> None:
+    assert_error(await read(http, token), 401, "invalid_token")
+    assert_error(
+        await http.get("/v1/agents", headers={"Authorization": f"Bearer {token}"}),
+        401,
+        "invalid_token",
+    )
+
+
 async def test_invalid_jwt_on_other_endpoint_still_401(org: Org, http: httpx.AsyncClient) -> None:
     response = await http.get(
         "/v1/agents", headers={"Authorization": f"Bearer {org.token(exp=NOW - 100, iat=NOW - 200)}"}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -12,6 +13,13 @@ import pytest
 from parley.cli import tokens
 from parley.jwt import mint
 
+# What the operator commands (database only: services/database_context.py) never need: the
+# web app, the JWT kernel and its HTTP client, Redis, the engine, and Alembic once the schema
+# is current.
+NOT_FOR_OPERATORS = ["alembic", "cryptography", "fastapi", "httpx", "numpy", "redis", "uvicorn",
+                     "parley.api", "parley.app", "parley.engine", "parley.jwt", "parley.options",
+                     "parley.services.authn", "parley.services.runtime", "parley.stores.redis",
+                     "parley.web"]  # fmt: skip
 HEAVY = ["fastapi", "uvicorn", "scipy", "numpy", "sqlalchemy", "alembic", "redis", "httpx",
          "parley.app", "parley.api", "parley.engine", "parley.services", "parley.db"]  # fmt: skip
 
@@ -30,10 +38,12 @@ sys.exit(code)
 """
 
 
-def loaded_heavy_modules(argv: list[str], cwd: Path) -> list[str]:
-    code = PROBE.format(argv=argv, heavy=HEAVY)
+def loaded_heavy_modules(
+    argv: list[str], cwd: Path, *, heavy: list[str] = HEAVY, env: dict[str, str] | None = None
+) -> list[str]:
+    code = PROBE.format(argv=argv, heavy=heavy)
     result = subprocess.run(  # noqa: S603 - this interpreter, fixed code
-        [sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True, check=False
+        [sys.executable, "-c", code], cwd=cwd, env=env, capture_output=True, text=True, check=False
     )
     assert result.returncode == 0, result.stderr
     loaded: list[str] = eval(result.stdout.strip().splitlines()[-1])  # noqa: S307 - our repr
@@ -59,3 +69,18 @@ def test_cli_keys_and_token_load_no_database_or_web_module(tmp_path: Path) -> No
 
 def test_cli_token_default_ttl_is_the_kernels() -> None:
     assert tokens.DEFAULT_TTL_SECONDS == mint.DEFAULT_TTL_SECONDS
+
+
+def test_cli_operator_commands_open_database_only(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PARLEY_")}
+    env["PARLEY_DATABASE_URL"] = f"sqlite:///{tmp_path / 'parley.db'}"
+    commands = [["orgs", "create", "acme"], ["api-keys", "create", "--org", "acme"],
+                ["audit", "verify", "--org", "acme"]]  # fmt: skip
+    no_engine = [*NOT_FOR_OPERATORS, "sqlalchemy.ext.asyncio", "sqlalchemy.orm", "parley.db.tables"]
+    # The first migration creates the schema with Alembic; afterwards it is not loaded.
+    assert loaded_heavy_modules(["migrate"], tmp_path, heavy=["alembic"], env=env) == ["alembic"]
+
+    for argv in commands:
+        assert loaded_heavy_modules(argv, tmp_path, heavy=NOT_FOR_OPERATORS, env=env) == [], argv
+    # On a current schema, `migrate` asks the driver and opens no engine.
+    assert loaded_heavy_modules(["migrate"], tmp_path, heavy=no_engine, env=env) == []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -52,3 +53,27 @@ async def test_upgrade_if_needed_migrates_an_empty_database_once(tmp_path: Path)
         assert await upgrade_if_needed(engine) is False
     finally:
         await engine.dispose()
+
+
+async def test_is_current_true_on_a_migrated_database(database_url: str) -> None:
+    from parley.db.migrate import is_current
+
+    assert await is_current(database_url) is True
+
+
+async def test_is_current_false_when_behind_or_unknown(tmp_path: Path) -> None:
+    from parley.db.migrate import head_revision, is_current
+
+    fresh = f"sqlite+aiosqlite:///{tmp_path / 'fresh.db'}"
+    behind = tmp_path / "behind.db"
+    with sqlite3.connect(behind) as connection:
+        connection.execute("CREATE TABLE alembic_version (version_num VARCHAR(32))")
+        connection.execute("INSERT INTO alembic_version VALUES ('0001')")
+    connection.close()
+    closed_port = "postgresql+asyncpg://parley@127.0.0.1:1/parley"
+
+    assert head_revision() != "0001"
+    assert await is_current(fresh) is False  # no file: never created by asking
+    assert not (tmp_path / "fresh.db").exists()
+    assert await is_current(f"sqlite+aiosqlite:///{behind}") is False
+    assert await is_current(closed_port) is False  # the engine's path reports the failure

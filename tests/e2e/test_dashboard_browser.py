@@ -263,3 +263,45 @@ async def test_dashboard_framed_by_another_origin_stays_blank(
     frame = page.frames[-1]
     assert frame is not page.main_frame
     assert "API key" not in await frame.content()
+
+
+@pytest.mark.timeout(120)
+async def test_dashboard_refused_form_shown_again_with_what_was_typed(
+    app: FastAPI, server: Server, chromium: Browser
+) -> None:
+    created = await make_org(app.state.context, "typo")
+    page = await chromium.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    await sign_in(page, server, created.api_key.secret)
+    pasted = "-----BEGIN PUBLIC KEY-----\nMCowBQYDK2VwAyEAtruncated\n-----END PUBLIC KEY-----"
+
+    # Paste a broken PEM key: refused, and the page comes back with everything typed.
+    await page.click("text=JWT settings")
+    await page.fill("textarea[name=issuers]", "https://auth.typo.example")
+    await page.fill("input[name=audience]", "voice.typo.example")
+    await page.check("input[name=source][value=static]")
+    await page.fill("textarea[name=public_keys]", pasted)
+    await page.check("input[name=require_jti]")
+    await page.click("#save-jwt")
+    await page.wait_for_selector("#jwt-settings-error")
+
+    assert "key_rejected" in await page.inner_text("#jwt-settings-error")
+    assert "key 1:" in await page.inner_text("#jwt-settings-public_keys-error")
+    assert await page.input_value("textarea[name=public_keys]") == pasted
+    assert await page.input_value("textarea[name=issuers]") == "https://auth.typo.example"
+    assert await page.input_value("input[name=audience]") == "voice.typo.example"
+    assert await page.is_checked("input[name=source][value=static]")
+    assert await page.is_checked("input[name=require_jti]")
+    invalid = await page.get_attribute("textarea[name=public_keys]", "aria-invalid")
+    assert invalid == "true"
+
+    # Correct only the key and send the same form again: saved.
+    await page.fill("textarea[name=public_keys]", public_pem())
+    await page.click("#save-jwt")
+    await page.wait_for_selector("text=JWT settings saved.")
+    keys = await page.inner_text("#keys")
+    assert "EdDSA" in keys
+    assert "static" in keys
+    assert await page.is_checked("input[name=require_jti]")
+    assert errors == []

@@ -5,7 +5,8 @@ of README.md's first screen (so the test breaks when the README drifts), runs `m
 there, takes the first API key from its output, runs the second block line by line (with
 that key), and opens the URL it prints in headless Chromium, whose fake microphone speaks:
 the page served by Parley connects with the session token from its URL fragment, the agent
-greets, hears the utterance and answers; REST then shows the stored conversation.
+greets, hears the utterance and answers; REST then shows the stored conversation, and the
+dashboard, signed in with the same key as the first screen says, lists the agent.
 
 What it does not do: install from scratch. The clone's `.venv` is a link to this checkout's
 (installing takes minutes), so the code that serves is the one installed there, and
@@ -133,6 +134,13 @@ def test_readme_first_screen_keeps_make_serve_and_make_test() -> None:
     assert commands[:2] == ["make serve", "make test"]
 
 
+def test_readme_first_screen_says_where_the_dashboard_is_and_how_to_sign_in() -> None:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    screen = " ".join(text.splitlines()[:FIRST_SCREEN_LINES])
+    assert "`$B/dashboard`" in screen
+    assert "sign in with the same API key" in screen
+
+
 @pytest.mark.timeout(300)
 async def test_readme_first_screen_ends_in_a_spoken_conversation(
     tmp_path: Path, browser: Browser
@@ -184,6 +192,15 @@ async def test_readme_first_screen_ends_in_a_spoken_conversation(
         assert items[0] == ("assistant", "Hello, this is Parley. How can I help?")
         assert items[1][0] == "user"
         assert len(items) >= 3
+
+        # The dashboard, where the first screen says, signed in with the same key.
+        await page.goto(f"{base}/dashboard")
+        assert page.url.endswith("/dashboard/sign-in")
+        await page.fill("input[name=api_key]", key)
+        await page.click("button[type=submit]")
+        await page.wait_for_url("**/dashboard/agents")
+        assert "support" in await page.inner_text("table")
+        assert key not in await page.content()
     finally:
         await asyncio.to_thread(server.stop)
     assert "Traceback" not in server.output()

@@ -69,6 +69,8 @@ class MemoryKeySetStore:
 
     async def save_error(self, org_id: str, *, url: str, error: str) -> None:
         assert url == URL
+        if self.broken:
+            raise Unavailable
         self.errors.append(error)
         if org_id in self.rows:
             old = self.rows[org_id]
@@ -250,6 +252,29 @@ async def test_refresh_failure_raises_and_is_recorded(world: World) -> None:
     view = await world.cache.view(SOURCE)
     assert view.error == "The JWKS URL answered HTTP 503."
     assert [key.kid for key in view.keys] == ["key-1"]  # the last good keys stay
+
+
+async def test_refresh_through_given_store_writes_there(world: World, first: Signer) -> None:
+    given = MemoryKeySetStore()
+    await world.cache.refresh(SOURCE, store=given)
+    world.jwks.down = True
+    with pytest.raises(JwksFetchError):
+        await world.cache.refresh(SOURCE, store=given)
+    assert given.rows[ORG].document == {"keys": [first.jwk]}
+    assert given.errors == ["The JWKS URL answered HTTP 503."]
+    assert world.store.rows == {}
+
+
+async def test_refresh_given_store_failing_fails_refresh_keys_unchanged(world: World) -> None:
+    await world.cache.refresh(SOURCE)
+    world.jwks.keys = [make_signer("EdDSA", "key-2").jwk]
+    with pytest.raises(Unavailable):
+        await world.cache.refresh(SOURCE, store=MemoryKeySetStore(broken=True))
+    assert [key.kid for key in (await world.cache.view(SOURCE)).keys] == ["key-1"]
+    world.jwks.down = True
+    with pytest.raises(Unavailable):
+        await world.cache.refresh(SOURCE, store=MemoryKeySetStore(broken=True))
+    assert (await world.cache.view(SOURCE)).error is None
 
 
 async def test_key_restart_reads_stored_set_without_fetching(world: World) -> None:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+from typing import Any
 
 import pytest
 
@@ -58,3 +60,54 @@ async def test_watchdog_store_outage_longer_than_bound_closes_1011(ctx: Context)
     )
     assert verdict == (1011, "revocation store unavailable")
     assert store.checks >= 10
+
+
+class SwallowingRevocations:
+    """Answers after a while, and swallows a cancellation that lands meanwhile (as redis-py
+    can), answering or raising Unavailable instead."""
+
+    def __init__(self, *, then_unavailable: bool) -> None:
+        self.then_unavailable = then_unavailable
+
+    async def revoke(self, credential_id: str, *, expires_at: float) -> None:
+        raise AssertionError("not used")
+
+    async def is_revoked(self, credential_id: str) -> bool:
+        try:
+            await asyncio.sleep(0.05)
+        except asyncio.CancelledError:
+            if self.then_unavailable:
+                raise Unavailable() from None
+        return False
+
+
+@pytest.mark.parametrize("then_unavailable", [False, True], ids=["answers", "unavailable"])
+async def test_watchdog_stops_when_the_store_swallows_its_cancellation(
+    ctx: Context, then_unavailable: bool
+) -> None:
+    store = SwallowingRevocations(then_unavailable=then_unavailable)
+    task = asyncio.create_task(
+        watchdog.watch(dataclasses.replace(ctx, revocations=store), handshake(), lambda: "c")
+    )
+    for _ in range(200):  # until the task is inside the store's call
+        await asyncio.sleep(0.005)
+        if store_busy(task):
+            break
+    task.cancel()
+    done, _ = await asyncio.wait({task}, timeout=1.0)
+    assert task in done
+    assert task.cancelled()
+
+
+def store_busy(task: asyncio.Task[object]) -> bool:
+    return any(frame.f_code.co_name == "is_revoked" for frame in _awaited_frames(task))
+
+
+def _awaited_frames(task: asyncio.Task[object]) -> list[Any]:
+    frames = []
+    coroutine: Any = task.get_coro()
+    while coroutine is not None and hasattr(coroutine, "cr_frame"):
+        if coroutine.cr_frame is not None:
+            frames.append(coroutine.cr_frame)
+        coroutine = coroutine.cr_await
+    return frames

@@ -7,6 +7,7 @@ expiries. Store objects built from one backend share state, as every instance sh
 
 from __future__ import annotations
 
+import time
 from typing import Protocol
 
 import anyio
@@ -14,21 +15,17 @@ import pytest
 from redis.asyncio import Redis
 
 from parley.clock import Clock
-from parley.stores import (
+from parley.stores import RateDecision, RateLimiter, ReplayGuard, Revocations, Throttle
+from parley.stores.memory import (
     MemoryRateLimiter,
     MemoryReplayGuard,
     MemoryRevocations,
     MemoryThrottle,
-    RateDecision,
-    RateLimiter,
-    RedisRateLimiter,
-    RedisReplayGuard,
-    RedisRevocations,
-    RedisThrottle,
-    ReplayGuard,
-    Revocations,
-    Throttle,
 )
+from parley.stores.redis import RedisRateLimiter, RedisReplayGuard, RedisRevocations, RedisThrottle
+
+ISSUED_AT = time.time()
+"""The `iat` of the claimed keys: now, after the data set of the test Redis began."""
 
 pytestmark = pytest.mark.anyio
 
@@ -136,32 +133,48 @@ def backend(request: pytest.FixtureRequest) -> Backend:
 
 async def test_claim_first_time_succeeds_then_replay_refused(backend: Backend) -> None:
     expires_at = await backend.now() + 60
-    assert await backend.replay_guard().claim("iss-a/jti-1", expires_at=expires_at) is True
-    assert await backend.replay_guard().claim("iss-a/jti-1", expires_at=expires_at) is False
+    assert (
+        await backend.replay_guard().claim(
+            "iss-a/jti-1", expires_at=expires_at, issued_at=ISSUED_AT
+        )
+        is True
+    )
+    assert (
+        await backend.replay_guard().claim(
+            "iss-a/jti-1", expires_at=expires_at, issued_at=ISSUED_AT
+        )
+        is False
+    )
 
 
 async def test_claim_other_key_independent(backend: Backend) -> None:
     guard = backend.replay_guard()
     expires_at = await backend.now() + 60
-    assert await guard.claim("jti-1", expires_at=expires_at) is True
-    assert await guard.claim("jti-2", expires_at=expires_at) is True
-    assert await guard.claim("jti-1 ", expires_at=expires_at) is True
+    assert await guard.claim("jti-1", expires_at=expires_at, issued_at=ISSUED_AT) is True
+    assert await guard.claim("jti-2", expires_at=expires_at, issued_at=ISSUED_AT) is True
+    assert await guard.claim("jti-1 ", expires_at=expires_at, issued_at=ISSUED_AT) is True
 
 
 async def test_claim_held_until_expiry_then_forgotten(backend: Backend) -> None:
     guard = backend.replay_guard()
-    assert await guard.claim("jti", expires_at=await backend.now() + TTL) is True
+    assert (
+        await guard.claim("jti", expires_at=await backend.now() + TTL, issued_at=ISSUED_AT) is True
+    )
     await backend.wait(TTL / 2)
-    assert await guard.claim("jti", expires_at=await backend.now() + TTL) is False
+    assert (
+        await guard.claim("jti", expires_at=await backend.now() + TTL, issued_at=ISSUED_AT) is False
+    )
     await backend.wait(TTL / 2 + SLACK)
-    assert await guard.claim("jti", expires_at=await backend.now() + TTL) is True
+    assert (
+        await guard.claim("jti", expires_at=await backend.now() + TTL, issued_at=ISSUED_AT) is True
+    )
 
 
 async def test_claim_already_expired_not_recorded(backend: Backend) -> None:
     guard = backend.replay_guard()
     past = await backend.now() - 1
-    assert await guard.claim("jti", expires_at=past) is True
-    assert await guard.claim("jti", expires_at=past) is True
+    assert await guard.claim("jti", expires_at=past, issued_at=ISSUED_AT) is True
+    assert await guard.claim("jti", expires_at=past, issued_at=ISSUED_AT) is True
 
 
 async def test_claim_concurrent_exactly_one_succeeds(backend: Backend) -> None:
@@ -169,7 +182,9 @@ async def test_claim_concurrent_exactly_one_succeeds(backend: Backend) -> None:
     results: list[bool] = []
 
     async def claim() -> None:
-        results.append(await backend.replay_guard().claim("jti", expires_at=expires_at))
+        results.append(
+            await backend.replay_guard().claim("jti", expires_at=expires_at, issued_at=ISSUED_AT)
+        )
 
     async with anyio.create_task_group() as tasks:
         for _ in range(50):
@@ -278,10 +293,16 @@ async def test_try_acquire_empty_window_refused(backend: Backend, window_seconds
 
 async def test_stores_same_key_do_not_collide(backend: Backend) -> None:
     expires_at = await backend.now() + 60
-    assert await backend.replay_guard().claim("same", expires_at=expires_at) is True
+    assert (
+        await backend.replay_guard().claim("same", expires_at=expires_at, issued_at=ISSUED_AT)
+        is True
+    )
     assert await backend.revocations().is_revoked("same") is False
     assert await backend.throttle().try_acquire("same", window_seconds=60) is True
     assert (await backend.rate_limiter(rate_per_minute=60, burst=1).hit("same")).allowed is True
     await backend.revocations().revoke("same", expires_at=expires_at)
     assert await backend.revocations().is_revoked("same") is True
-    assert await backend.replay_guard().claim("same", expires_at=expires_at) is False
+    assert (
+        await backend.replay_guard().claim("same", expires_at=expires_at, issued_at=ISSUED_AT)
+        is False
+    )

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import socket
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -27,6 +28,9 @@ from parley.stores.redis import (
     connect_redis,
 )
 
+ISSUED_AT = time.time()
+"""The `iat` of the claimed keys: now, after the data set of the test Redis began."""
+
 pytestmark = pytest.mark.anyio
 
 Operation = Callable[[Redis], Awaitable[object]]
@@ -35,7 +39,10 @@ EXPIRES_AT = 4_102_444_800.0  # 2100-01-01
 
 OPERATIONS = [
     pytest.param(
-        lambda client: RedisReplayGuard(client).claim("jti", expires_at=EXPIRES_AT), id="claim"
+        lambda client: RedisReplayGuard(client).claim(
+            "jti", expires_at=EXPIRES_AT, issued_at=ISSUED_AT
+        ),
+        id="claim",
     ),
     pytest.param(lambda client: RedisRateLimiter(60, 20, client).hit("k"), id="hit"),
     pytest.param(

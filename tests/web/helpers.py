@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from html import unescape
+from html.parser import HTMLParser
 
 import httpx
 
@@ -36,3 +38,74 @@ class Browser:
     async def post(self, path: str, data: dict[str, str] | None = None) -> httpx.Response:
         token = await self.csrf()
         return await self.http.post(path, data={"csrf_token": token, **(data or {})})
+
+
+class _FormReader(HTMLParser):
+    """Collects what a browser would post from one form, and the text of elements by ID."""
+
+    def __init__(self, form_id: str) -> None:
+        super().__init__(convert_charrefs=True)
+        self.form_id = form_id
+        self.inside = False
+        self.found = False
+        self.fields: dict[str, list[str]] = {}
+        self._textarea: str | None = None
+        self._select: str | None = None
+        self._option: dict[str, str | None] | None = None
+        self._option_text = ""
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = dict(attrs)
+        if tag == "form" and a.get("id") == self.form_id:
+            self.inside = self.found = True
+        if not self.inside:
+            return
+        name = a.get("name") or ""
+        if tag == "input" and name and name != "csrf_token":
+            kind = a.get("type", "text")
+            if kind not in ("checkbox", "radio"):
+                self.fields.setdefault(name, []).append(a.get("value") or "")
+            elif "checked" in a:  # a browser posts "on" for a box without a value
+                self.fields.setdefault(name, []).append(a.get("value") or "on")
+        elif tag == "textarea" and name:
+            self._textarea = name
+            self.fields.setdefault(name, []).append("")
+        elif tag == "select" and name:
+            self._select = name
+        elif tag == "option" and self._select is not None:
+            self._option, self._option_text = a, ""
+
+    def handle_data(self, data: str) -> None:
+        if self._textarea is not None:
+            self.fields[self._textarea][-1] += data
+        if self._option is not None:
+            self._option_text += data
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "form":
+            self.inside = False
+        elif tag == "textarea":
+            self._textarea = None
+        elif tag == "option" and self._option is not None and self._select is not None:
+            if "selected" in self._option:
+                value = self._option.get("value") or self._option_text
+                self.fields.setdefault(self._select, []).append(value)
+            self._option = None
+        elif tag == "select":
+            self._select = None
+
+
+def form_values(html: str, form_id: str) -> dict[str, str]:
+    """What form `form_id` would post now (CSRF token aside; repeated fields joined by ',')."""
+    reader = _FormReader(form_id)
+    reader.feed(html)
+    assert reader.found, f"no form #{form_id} in the page"
+    return {name: ",".join(values) for name, values in reader.fields.items()}
+
+
+def text_of(html: str, element_id: str) -> str:
+    """The text of the element with this ID (nested markup removed), or '' if absent."""
+    found = re.search(rf'<(\w+)[^>]*\bid="{re.escape(element_id)}"[^>]*>(.*?)</\1>', html, re.S)
+    if found is None:
+        return ""
+    return unescape(re.sub(r"<[^>]+>", "", found.group(2))).strip()

@@ -7,9 +7,10 @@ from typing import Annotated
 from fastapi import Depends, Path, Query, Request
 from starlette.requests import HTTPConnection
 
+from parley.credentials import CredentialKind
 from parley.records import Actor
 from parley.services import Context, Principal, authenticate
-from parley.services.authn import bearer_credential
+from parley.services.authn import presented_credential
 from parley.services.paging import MAX_PAGE_SIZE
 from parley.text import Label
 
@@ -23,18 +24,22 @@ def get_context(connection: HTTPConnection) -> Context:
 Ctx = Annotated[Context, Depends(get_context)]
 
 
+OPAQUE_KINDS: frozenset[CredentialKind] = frozenset({"api_key", "session_token"})
+
+
 async def get_principal(request: Request, ctx: Ctx) -> Principal:
-    """Authenticate the request's bearer credential (query strings are ignored on REST)."""
-    credential = bearer_credential(request.headers.getlist("authorization"))
-    return await authenticate(ctx, credential)
+    """An API key or a session token (query strings are ignored on REST)."""
+    credential = presented_credential(request.headers.getlist("authorization"))
+    return await authenticate(ctx, credential, accepts=OPAQUE_KINDS)
 
 
 AnyPrincipal = Annotated[Principal, Depends(get_principal)]
 
 
-async def get_api_key_principal(principal: AnyPrincipal) -> Principal:
+async def get_api_key_principal(request: Request, ctx: Ctx) -> Principal:
     """Require an API key (API.md section 1: only API keys manage the organization)."""
-    return principal.require("api_key")
+    credential = presented_credential(request.headers.getlist("authorization"))
+    return await authenticate(ctx, credential, accepts=frozenset({"api_key"}))
 
 
 ApiKeyPrincipal = Annotated[Principal, Depends(get_api_key_principal)]
@@ -63,7 +68,7 @@ async def get_conversation_principal(
     request: Request, ctx: Ctx, conversation_id: ConversationId
 ) -> Principal:
     """Authenticate a request to one conversation: a JWT must name it (API.md section 7)."""
-    credential = bearer_credential(request.headers.getlist("authorization"))
+    credential = presented_credential(request.headers.getlist("authorization"))
     return await authenticate(ctx, credential, conversation_id=conversation_id)
 
 

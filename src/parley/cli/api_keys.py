@@ -6,12 +6,12 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from parley.cli.common import JsonOption, emit, load_settings, run_with_context
+from parley.cli.common import JsonOption, emit, load_settings, run_with_database
 from parley.clock import isoformat
 
 if TYPE_CHECKING:
     from parley.records import IssuedApiKey
-    from parley.services import Context
+    from parley.services import DatabaseContext
 
 app = typer.Typer(help="Manage API keys.", no_args_is_help=True, rich_markup_mode=None)
 
@@ -26,11 +26,11 @@ def create(
     from parley.records import OPERATOR
     from parley.services import api_keys, orgs
 
-    async def use(ctx: Context) -> IssuedApiKey:
+    async def use(ctx: DatabaseContext) -> IssuedApiKey:
         found = await orgs.find_org(ctx, id_or_name=org)
         return await api_keys.create_api_key(ctx, org_id=found.id, name=name, actor=OPERATOR)
 
-    issued = run_with_context(load_settings(), use, as_json=as_json)
+    issued = run_with_database(load_settings(), use, as_json=as_json)
     key = issued.api_key
     value = {
         "api_key": {

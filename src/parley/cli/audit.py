@@ -6,10 +6,10 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from parley.cli.common import JsonOption, emit, load_settings, run_with_context
+from parley.cli.common import JsonOption, emit, load_settings, run_with_database
 
 if TYPE_CHECKING:
-    from parley.services import Context, audit
+    from parley.services import DatabaseContext, audit
 
 app = typer.Typer(help="Check the audit trail.", no_args_is_help=True, rich_markup_mode=None)
 
@@ -22,11 +22,11 @@ def verify(
     """Recompute every event's hash; report the first bad event of each chain (exit 1)."""
     from parley.services import audit, orgs  # imported here: the CLI starts without them
 
-    async def use(ctx: Context) -> list[audit.ChainReport]:
+    async def use(ctx: DatabaseContext) -> list[audit.ChainReport]:
         org_id = (await orgs.find_org(ctx, id_or_name=org)).id if org is not None else None
         return await audit.verify_chains(ctx, org_id=org_id)
 
-    reports = run_with_context(load_settings(), use, as_json=as_json)
+    reports = run_with_database(load_settings(), use, as_json=as_json)
     ok = all(report.ok for report in reports)
     value = {
         "ok": ok,

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from pydantic import ValidationError
 
     from parley.config import Settings
-    from parley.services import Context
+    from parley.services import Context, DatabaseContext
 
 T = TypeVar("T")
 
@@ -141,13 +141,39 @@ def run_with_context(
 ) -> T:
     """Check the dependencies, migrate the database, run `use` with a services context."""
     from parley.clock import SystemClock
+    from parley.composition import open_context
     from parley.options import runtime_options
-    from parley.services.runtime import open_context
 
     async def main() -> T:
         await check_dependencies(settings)
         await migrate_database(settings.database_url)
         async with open_context(runtime_options(settings), clock=SystemClock()) as ctx:
+            return await use(ctx)
+
+    return run(main(), as_json=as_json)
+
+
+def run_with_database(
+    settings: Settings, use: Callable[[DatabaseContext], Awaitable[T]], *, as_json: bool = False
+) -> T:
+    """Check the dependencies, migrate the database, run `use` with the database only.
+
+    For the operator commands: no HTTP client, JWT runtime or stores are opened, and one
+    engine serves the migration check and the command.
+    """
+    from parley.clock import SystemClock
+    from parley.services.database_context import DatabaseOptions, open_database_context
+
+    options = DatabaseOptions(
+        url=settings.database_url,
+        connect_timeout_seconds=settings.database_connect_timeout_seconds,
+        statement_timeout_seconds=settings.database_statement_timeout_seconds,
+        pool_timeout_seconds=settings.database_pool_timeout_seconds,
+    )
+
+    async def main() -> T:
+        await check_dependencies(settings)
+        async with open_database_context(options, clock=SystemClock()) as ctx:
             return await use(ctx)
 
     return run(main(), as_json=as_json)
@@ -202,7 +228,12 @@ def _print_refusal(error: Any, *, as_json: bool) -> None:
 
 
 async def migrate_database(url: str) -> None:
-    """Bring the database at `url` to the newest schema."""
+    """Bring the database at `url` to the newest schema (the engine opens only if needed)."""
+    from parley.db.migrate import is_current
+
+    if await is_current(url):
+        return
+
     from parley.db.engine import create_engine
     from parley.db.migrate import upgrade_if_needed
 

@@ -27,6 +27,8 @@ VARIABLES: tuple[tuple[str, str, str], ...] = (
     ("PARLEY_DATABASE_CONNECT_TIMEOUT_SECONDS", "3.0", "longest wait to connect to the database"),
     ("PARLEY_DATABASE_STATEMENT_TIMEOUT_SECONDS", "5.0", "longest database statement"),
     ("PARLEY_DATABASE_POOL_TIMEOUT_SECONDS", "3.0", "longest wait for a pooled connection"),
+    ("PARLEY_INSTANCE_ID", "unset", "this instance's name; unset: host:port of serve"),
+    ("PARLEY_CONVERSATION_LEASE_SECONDS", "15.0", "live conversations of a silent instance end"),
 )
 
 

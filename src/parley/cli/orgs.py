@@ -6,10 +6,10 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from parley.cli.common import JsonOption, emit, load_settings, run_with_context
+from parley.cli.common import JsonOption, emit, load_settings, run_with_database
 
 if TYPE_CHECKING:
-    from parley.services import Context
+    from parley.services import DatabaseContext
     from parley.services.orgs import NewOrganization
 
 app = typer.Typer(help="Manage organizations.", no_args_is_help=True, rich_markup_mode=None)
@@ -23,10 +23,10 @@ def create(
     """Create an organization with its `main` project and a first API key."""
     from parley.services import orgs
 
-    async def use(ctx: Context) -> NewOrganization:
+    async def use(ctx: DatabaseContext) -> NewOrganization:
         return await orgs.create_org(ctx, name=name)
 
-    created = run_with_context(load_settings(), use, as_json=as_json)
+    created = run_with_database(load_settings(), use, as_json=as_json)
     value = {
         "org": {"id": created.org.id, "name": created.org.name},
         "api_key": created.api_key.secret,

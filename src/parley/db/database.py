@@ -16,12 +16,28 @@ from parley.errors import Unavailable
 
 
 class Database:
-    """Owns the engine; hands out transactions whose failures are Parley errors."""
+    """Owns the engines; hands out transactions whose failures are Parley errors.
 
-    def __init__(self, engine: AsyncEngine, timeouts: Timeouts | None = None) -> None:
+    `transaction()` is for changes (on SQLite it takes the write lock up front);
+    `read()` is for reads only (on SQLite a snapshot that neither waits for the writer nor
+    blocks it). PostgreSQL serves both from one engine.
+    """
+
+    def __init__(
+        self,
+        engine: AsyncEngine,
+        timeouts: Timeouts | None = None,
+        *,
+        read_engine: AsyncEngine | None = None,
+    ) -> None:
         self.engine = engine
+        self.read_engine = read_engine or engine
         self.timeouts = timeouts or Timeouts()
         self._sessions: async_sessionmaker[AsyncSession] = create_sessionmaker(engine)
+        self._read_sessions = (
+            create_sessionmaker(read_engine) if read_engine is not None else self._sessions
+        )
+        self._probe: asyncio.Future[None] | None = None
 
     @classmethod
     def from_url(
@@ -39,7 +55,10 @@ class Database:
             statement=statement_timeout or defaults.statement,
             pool=pool_timeout or defaults.pool,
         )
-        return cls(create_engine(url, timeouts=timeouts), timeouts)
+        read_engine = None
+        if url.startswith("sqlite"):
+            read_engine = create_engine(url, timeouts=timeouts, read_only=True)
+        return cls(create_engine(url, timeouts=timeouts), timeouts, read_engine=read_engine)
 
     @property
     def dialect(self) -> str:
@@ -50,14 +69,40 @@ class Database:
         self, unique_violations: UniqueViolations | None = None
     ) -> AsyncIterator[AsyncSession]:
         """Yield a session inside one transaction: committed on success, else rolled back."""
+        async with self._within(self._sessions, unique_violations) as session:
+            yield session
+
+    @asynccontextmanager
+    async def read(self) -> AsyncIterator[AsyncSession]:
+        """Yield a session for reads only: a consistent snapshot, no lock (SQLite)."""
+        async with self._within(self._read_sessions, None) as session:
+            yield session
+
+    @asynccontextmanager
+    async def _within(
+        self,
+        sessions: async_sessionmaker[AsyncSession],
+        unique_violations: UniqueViolations | None,
+    ) -> AsyncIterator[AsyncSession]:
         try:
             with translated(unique_violations):
-                async with self._sessions() as session, session.begin():
+                async with sessions() as session, session.begin():
                     yield session
         except Unavailable as error:
             if type(error) is Unavailable:  # what translated() makes of a database failure
                 metrics.count_store_error("database")
             raise
+
+    async def check_health(self) -> None:
+        """Raise Unavailable unless the database answers a ping.
+
+        Callers that ask while a ping is running share its answer, so a burst of health checks
+        costs one query. An earlier success is never trusted: a server that hung a moment ago
+        must be reported at once (`test_postgres_hung_answers_503_within_bound_then_recovers`).
+        """
+        if self._probe is None or self._probe.done():
+            self._probe = asyncio.ensure_future(self.ping())
+        await asyncio.shield(self._probe)
 
     async def ping(self) -> None:
         """Run a trivial query; raise Unavailable unless the database answers in time.
@@ -67,7 +112,7 @@ class Database:
         """
         bound = self.timeouts.pool + self.timeouts.connect + self.timeouts.statement
         try:
-            async with asyncio.timeout(bound), self.transaction() as session:
+            async with asyncio.timeout(bound), self.read() as session:
                 await session.execute(text("SELECT 1"))
         except TimeoutError:
             raise Unavailable(retry_after=RETRY_AFTER_SECONDS) from None
@@ -75,3 +120,5 @@ class Database:
     async def dispose(self) -> None:
         """Close every pooled connection."""
         await self.engine.dispose()
+        if self.read_engine is not self.engine:
+            await self.read_engine.dispose()

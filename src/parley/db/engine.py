@@ -8,6 +8,7 @@ from typing import Any
 
 from sqlalchemy import event
 from sqlalchemy.engine import Connection, ExceptionContext
+from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.ext.asyncio import (
     AsyncEngine,
     AsyncSession,
@@ -33,27 +34,32 @@ class Timeouts:
     pool: float = 3.0
 
 
-def create_engine(url: str, *, echo: bool = False, timeouts: Timeouts | None = None) -> AsyncEngine:
+def create_engine(
+    url: str, *, echo: bool = False, timeouts: Timeouts | None = None, read_only: bool = False
+) -> AsyncEngine:
     """Create the engine for `url` (sqlite+aiosqlite or postgresql+asyncpg).
 
     SQLite gets WAL mode, foreign keys, a busy timeout and `BEGIN IMMEDIATE` transactions:
     every transaction takes the write lock up front, so two read-modify-write transactions
     can never interleave (the disable/update race is decided by the database, not by luck).
+    A `read_only` SQLite engine instead begins deferred transactions on `query_only`
+    connections: in WAL mode they read a snapshot without waiting for, or blocking, the
+    writer, and any write through them fails.
 
-    PostgreSQL gets bounded connect, statement and pool-checkout times, and a ping before
-    each checkout. On both, a connection that failed in a way that breaks it (see
+    PostgreSQL gets bounded connect, statement and pool-checkout times. A pooled connection
+    that the server closed is replaced at checkout without a round trip (asyncpg knows its
+    socket closed). On both, a connection that failed in a way that breaks it (see
     `parley.db.errors.breaks_connection`) is discarded with every other pooled connection,
     so a restarted or repaired database serves the next request.
     """
     bounds = timeouts or Timeouts()
     if url.startswith("sqlite"):
         engine = create_async_engine(url, echo=echo, connect_args={"timeout": 30})
-        _make_sqlite_serializable(engine)
+        _configure_sqlite(engine, read_only=read_only)
     else:
         engine = create_async_engine(
             url,
             echo=echo,
-            pool_pre_ping=True,
             pool_size=10,
             max_overflow=10,
             pool_timeout=bounds.pool,
@@ -63,6 +69,7 @@ def create_engine(url: str, *, echo: bool = False, timeouts: Timeouts | None = N
                 "server_settings": {"statement_timeout": str(int(bounds.statement * 1000))},
             },
         )
+        _replace_closed_connections(engine)
     _discard_broken_connections(engine)
     return engine
 
@@ -81,7 +88,18 @@ def _discard_broken_connections(engine: AsyncEngine) -> None:
             context.is_disconnect = True
 
 
-def _make_sqlite_serializable(engine: AsyncEngine) -> None:
+def _replace_closed_connections(engine: AsyncEngine) -> None:
+    # Instead of `pool_pre_ping` (a round trip per checkout): asyncpg marks a connection
+    # closed as soon as its socket closes, so a connection a restart broke is known at
+    # checkout for free. DisconnectionError makes the pool open a fresh one.
+    @event.listens_for(engine.sync_engine, "checkout")
+    def _on_checkout(dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
+        raw = getattr(dbapi_connection, "_connection", None)
+        if raw is not None and raw.is_closed():
+            raise DisconnectionError("the server closed this pooled connection")
+
+
+def _configure_sqlite(engine: AsyncEngine, *, read_only: bool) -> None:
     sync_engine = engine.sync_engine
 
     @event.listens_for(sync_engine, "connect")
@@ -93,8 +111,10 @@ def _make_sqlite_serializable(engine: AsyncEngine) -> None:
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
         cursor.execute("PRAGMA synchronous=NORMAL")
+        if read_only:
+            cursor.execute("PRAGMA query_only=ON")
         cursor.close()
 
     @event.listens_for(sync_engine, "begin")
     def _on_begin(connection: Connection) -> None:
-        connection.exec_driver_sql("BEGIN IMMEDIATE")
+        connection.exec_driver_sql("BEGIN" if read_only else "BEGIN IMMEDIATE")

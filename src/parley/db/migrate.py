@@ -2,27 +2,36 @@
 
 `upgrade_if_needed` first compares the database's revision with the newest packaged one,
 read from the migration files, and loads Alembic only when they differ: most runs of an
-operator command find the schema current and start faster for it.
+operator command find the schema current and start faster for it. `is_current` asks the
+database driver directly, so `parley migrate` on a current schema loads neither Alembic nor
+SQLAlchemy's async engine and ORM.
 """
 
 from __future__ import annotations
 
+import logging
 import re
+import sqlite3
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sqlalchemy import text
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.engine import make_url
 
 from parley.db.errors import translated
 
 if TYPE_CHECKING:
     from alembic.config import Config
     from sqlalchemy.engine import Connection
+    from sqlalchemy.ext.asyncio import AsyncEngine
+
+DIRECT_TIMEOUT_SECONDS = 3.0
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 _REVISION = re.compile(r"^revision\s*(?::[^=]*)?=\s*[\"']([^\"']+)[\"']", re.MULTILINE)
 _DOWN_REVISION = re.compile(r"^down_revision\s*(?::[^=]*)?=\s*[\"']([^\"']+)[\"']", re.MULTILINE)
+
+log = logging.getLogger(__name__)
 
 
 def alembic_config(connection: Connection | None = None) -> Config:
@@ -92,3 +101,49 @@ async def current_revision(engine: AsyncEngine) -> str | None:
     with translated():
         async with engine.connect() as connection:
             return await connection.run_sync(read)
+
+
+async def is_current(url: str) -> bool:
+    """Tell whether the database at `url` is at the newest revision, asking its driver
+    directly (no engine). False when it is behind, or when asking fails: the caller then
+    takes the engine's path, which migrates or reports the failure."""
+    parsed = make_url(url)
+    try:
+        if parsed.get_backend_name() == "sqlite":
+            stored = _sqlite_revision(parsed.database)
+        else:
+            stored = await _postgres_revision(
+                parsed.set(drivername="postgresql").render_as_string(hide_password=False)
+            )
+    except Exception as error:  # any doubt: the engine's path decides, and reports it
+        log.debug(
+            "schema version not read directly (%s): migrating through the engine",
+            type(error).__name__,
+        )
+        return False
+    return stored is not None and stored == head_revision()
+
+
+def _sqlite_revision(database: str | None) -> str | None:
+    if not database or database == ":memory:" or not Path(database).is_file():
+        return None
+    uri = f"file:{Path(database).absolute()}?mode=ro"
+    connection = sqlite3.connect(uri, uri=True, timeout=DIRECT_TIMEOUT_SECONDS)
+    try:
+        rows = connection.execute("SELECT version_num FROM alembic_version").fetchall()
+    finally:
+        connection.close()
+    return str(rows[0][0]) if len(rows) == 1 else None
+
+
+async def _postgres_revision(dsn: str) -> str | None:
+    import asyncpg
+
+    connection = await asyncpg.connect(dsn, timeout=DIRECT_TIMEOUT_SECONDS)
+    try:
+        rows = await connection.fetch(
+            "SELECT version_num FROM alembic_version", timeout=DIRECT_TIMEOUT_SECONDS
+        )
+    finally:
+        await connection.close()
+    return str(rows[0][0]) if len(rows) == 1 else None

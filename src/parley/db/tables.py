@@ -169,8 +169,13 @@ class ConversationRow(Base):
     started_at: Mapped[datetime | None] = mapped_column()
     ended_at: Mapped[datetime | None] = mapped_column()
     created_at: Mapped[datetime] = mapped_column()
+    instance_id: Mapped[str | None] = mapped_column(String(128))
+    """The instance serving the conversation while it is `live` (its lease holder)."""
 
-    __table_args__ = (Index("ix_conversations_org_id_created_at", "org_id", "created_at"),)
+    __table_args__ = (
+        Index("ix_conversations_org_id_created_at", "org_id", "created_at"),
+        Index("ix_conversations_status_instance_id", "status", "instance_id"),
+    )
 
 
 class ConversationItemRow(Base):
@@ -261,3 +266,33 @@ class DashboardSessionRow(Base):
     last_seen_at: Mapped[datetime] = mapped_column()
     expires_at: Mapped[datetime] = mapped_column()
     ended_at: Mapped[datetime | None] = mapped_column()
+
+
+class InstanceRow(Base):
+    """A running `parley serve` process: its heartbeat is the lease on its live conversations."""
+
+    __tablename__ = "instances"
+
+    id: Mapped[str] = mapped_column(String(128), primary_key=True)
+    started_at: Mapped[datetime] = mapped_column()
+    heartbeat_at: Mapped[datetime] = mapped_column()
+
+
+class JtiClaimRow(Base):
+    """A used JWT `jti` (its digest), kept until `expires_at` (Unix seconds): embedded mode."""
+
+    __tablename__ = "jti_claims"
+
+    key: Mapped[str] = mapped_column(String(128), primary_key=True)
+    expires_at: Mapped[float] = mapped_column(Double, index=True)
+
+
+class PendingRevocationRow(Base):
+    """A revocation committed in the database but not yet published to the shared store."""
+
+    __tablename__ = "pending_revocations"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    credential_id: Mapped[str] = mapped_column(String(512))
+    expires_at: Mapped[float] = mapped_column(Double)
+    created_at: Mapped[datetime] = mapped_column()

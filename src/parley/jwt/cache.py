@@ -10,6 +10,9 @@ Defaults and limits:
   instance that loses that race reads the set its peer stored. Within one instance a miss
   consults the throttle and the store at most once per 5 s, so random `kid`s cost no I/O;
 - `refresh` (for `PUT /v1/auth/jwt` and `POST /v1/auth/jwt/refresh`) bypasses the throttle;
+  its caller may hand it the store to write the result through (e.g. one that records the
+  refresh in the same transaction): that write is then part of the refresh, so its failure
+  fails the refresh and leaves the keys in memory as they were;
 - a failed refresh keeps serving the last good keys for up to 24 h after their last
   successful fetch; a document with no usable key (`{"keys": []}`, only unusable keys) is a
   failed refresh too, so it never replaces good keys; with no usable keys at all,
@@ -158,15 +161,18 @@ class KeyCache:
         await self._single_flight(source, lambda: self._sync(source, kid, alg))
         return self._usable(self._current(source), self._clock.time()).get(kid, alg)
 
-    async def refresh(self, source: KeySource) -> KeySetView:
+    async def refresh(self, source: KeySource, *, store: KeySetStore | None = None) -> KeySetView:
         """Fetch the JWKS now, bypassing the miss throttle; raise JwksFetchError if it fails.
 
         For `PUT /v1/auth/jwt` and `POST /v1/auth/jwt/refresh`; static keys are just reloaded.
+        The result (the new set, or the error) goes to `store` when given, and a failure of
+        that write is raised with nothing changed in memory; without it, to the cache's own
+        store, whose failures are only logged.
         """
         if source.jwks_url is None:
             self._entries[source.org_id] = _Entry.static(source, now=self._clock.time())
         else:
-            await self._fetch(source, source.jwks_url, raise_errors=True)
+            await self._fetch(source, source.jwks_url, explicit=True, store=store)
         return await self.view(source)
 
     async def view(self, source: KeySource) -> KeySetView:
@@ -233,7 +239,7 @@ class KeyCache:
         throttle_key = f"jwks-fetch:{source.org_id}"
         window = MISS_FETCH_INTERVAL_SECONDS
         if await self._throttle.try_acquire(throttle_key, window_seconds=window):
-            await self._fetch(source, source.jwks_url, raise_errors=False)
+            await self._fetch(source, source.jwks_url, explicit=False)
             return
         if entry is None:
             self._entries[source.org_id] = _Entry.missing(source, now=now)
@@ -252,7 +258,14 @@ class KeyCache:
             return None
         return _Entry.fetched(source, stored, now=now)
 
-    async def _fetch(self, source: KeySource, url: str, *, raise_errors: bool) -> None:
+    async def _fetch(
+        self, source: KeySource, url: str, *, explicit: bool, store: KeySetStore | None = None
+    ) -> None:
+        """Fetch `url`, write the outcome to the store, then to memory.
+
+        `explicit` (a refresh) raises the fetch's error; a `store` given by the caller must
+        take the write, or the refresh fails before memory changes.
+        """
         try:
             fetched = await self._fetcher.fetch(url)
             keys = load_jwks(fetched.document)
@@ -262,27 +275,45 @@ class KeyCache:
                 raise JwksFetchError(NO_USABLE_KEY)
         except JwksFetchError as exc:
             logger.warning("jwks fetch failed for org %s: %s", source.org_id, exc.message)
+            error = exc.message
+            if store is not None:
+                await store.save_error(source.org_id, url=url, error=error)
+            else:
+                await self._stored(
+                    self._store.save_error(source.org_id, url=url, error=error),
+                    "jwks fetch error of org %s not stored",
+                    source.org_id,
+                )
             now = self._clock.time()
             entry = self._current(source)
             if entry is None:
                 entry = self._entries[source.org_id] = _Entry.missing(source, now=now)
-            entry.error, entry.checked_at = exc.message, now
+            entry.error, entry.checked_at = error, now
             entry.expires_at = min(entry.expires_at, now)
-            try:
-                await self._store.save_error(source.org_id, url=url, error=exc.message)
-            except Unavailable:
-                logger.warning("jwks fetch error of org %s not stored", source.org_id)
-            if raise_errors:
+            if explicit:
                 raise
             return
         stored = StoredJwks(url, fetched.document, self._clock.time(), fetched.max_age_seconds)
+        if store is not None:
+            await store.save(source.org_id, stored)
+        else:
+            # The keys are good; only their durable copy may be late.
+            await self._stored(
+                self._store.save(source.org_id, stored),
+                "jwks of org %s fetched but not stored",
+                source.org_id,
+            )
         self._entries[source.org_id] = _Entry.fetched(
             source, stored, now=stored.fetched_at, keys=keys
         )
+
+    @staticmethod
+    async def _stored(write: Awaitable[None], failure: str, org_id: str) -> None:
+        """Await a write to the cache's own store; an unavailable store is only logged."""
         try:
-            await self._store.save(source.org_id, stored)
-        except Unavailable:  # the keys are good; only their durable copy is late
-            logger.warning("jwks of org %s fetched but not stored", source.org_id)
+            await write
+        except Unavailable:
+            logger.warning(failure, org_id)
 
 
 class CachedIssuerResolver:

@@ -35,9 +35,9 @@ from cryptography.hazmat.primitives.asymmetric import ec, ed25519, padding, rsa
 from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
 
 from parley.clock import Clock, SystemClock
-from parley.jwt._codec import b64url_encode
-from parley.jwt.errors import KeyRejected
-from parley.jwt.keys import Algorithm, make_key
+from parley.ids import has_control_characters
+from parley.jwt._codec import b64url_encode, is_text
+from parley.jwt.keys import Algorithm, algorithm_for, make_key
 
 PrivateKey = ed25519.Ed25519PrivateKey | ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey
 
@@ -91,11 +91,18 @@ def load_private_key(pem: str | bytes, password: bytes | None = None) -> Private
     key = serialization.load_pem_private_key(data, password=password)
     if not isinstance(key, PrivateKey):
         raise ValueError("the key must be Ed25519, P-256 or RSA")
-    try:
-        make_key(key.public_key())  # refuses other curves and small RSA keys
-    except KeyRejected as exc:
-        raise ValueError(exc.message) from None
+    _algorithm_of(key)  # refuses other curves and small RSA keys
     return key
+
+
+def _algorithm_of(key: PrivateKey) -> Algorithm:
+    # Only the algorithm fit is checked here, not make_key's Ed25519 small-order test: a
+    # public key derived from a private one is a multiple of the base point, never of small
+    # order, and that pure-Python test cost milliseconds per token minted.
+    alg = algorithm_for(key.public_key())
+    if alg is None:
+        raise ValueError("the key must be Ed25519, P-256 or RSA of 2048 to 4096 bits")
+    return alg
 
 
 def mint_token(
@@ -126,7 +133,9 @@ def mint_token(
     extra = dict(extra_claims or {})
     if _RESERVED_CLAIMS & extra.keys():
         raise ValueError("extra_claims may not replace a registered claim")
-    alg = make_key(key.public_key(), kid=kid).alg
+    if not is_text(kid) or has_control_characters(kid):
+        raise ValueError("kid must be a non-empty string without control characters")
+    alg = _algorithm_of(key)
     iat = int((clock or SystemClock()).time())
     claims = {
         **extra,

@@ -300,7 +300,9 @@ async def check_rate_limit(token: VerifiedToken, limiter: RateLimiter) -> None:
 async def claim_jti(token: VerifiedToken, guard: ReplayGuard) -> None:
     """Step 11: record (`iss`, `jti`) until `exp` + 30 s; a second use is a replay (rule 7)."""
     key = replay_key(token)
-    if key is not None and not await guard.claim(key, expires_at=token.exp + SKEW_SECONDS):
+    if key is None:
+        return
+    if not await guard.claim(key, expires_at=token.exp + SKEW_SECONDS, issued_at=token.iat):
         raise JtiReplayed
 
 

@@ -1,6 +1,26 @@
-"""Use-cases: the only home of business rules."""
+"""Use-cases: the only home of business rules.
 
-from parley.services.authn import Principal, authenticate
-from parley.services.context import Context
+`Principal` and `authenticate` load on first use (PEP 562 `__getattr__`): importing one
+service, as the operator commands do, does not import authentication and with it the JWT
+kernel and every credential's service.
+"""
 
-__all__ = ["Context", "Principal", "authenticate"]
+from importlib import import_module
+from typing import TYPE_CHECKING
+
+from parley.services.context import Context, DatabaseContext
+
+if TYPE_CHECKING:
+    from parley.services.authn import Principal, authenticate
+
+__all__ = ["Context", "DatabaseContext", "Principal", "authenticate"]
+_AUTHN_NAMES = frozenset({"Principal", "authenticate"})
+
+
+def __getattr__(name: str) -> object:
+    """Load authentication when one of its names is first asked for."""
+    if name not in _AUTHN_NAMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module("parley.services.authn"), name)
+    globals()[name] = value
+    return value

@@ -13,12 +13,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sqlalchemy.ext.asyncio import AsyncSession
-
 from parley.clock import utcnow
 from parley.db.repos import agents as agent_repo
 from parley.db.repos import projects as project_repo
-from parley.db.tables import AgentRow
+from parley.db.repos.agents import AgentRow
+from parley.db.session import Session
 from parley.errors import (
     AgentDisabled,
     AgentNotFound,
@@ -61,7 +60,7 @@ async def create_agent(
 
 async def get_agent(ctx: Context, *, org_id: str, ref: str, project: str | None) -> Agent:
     """Return the agent named (in `project`, default `main`) or identified by `ref`."""
-    async with ctx.db.transaction() as session:
+    async with ctx.db.read() as session:
         return await agent_repo.load(session, await find_agent_row(session, org_id, ref, project))
 
 
@@ -69,7 +68,7 @@ async def list_agents(
     ctx: Context, *, org_id: str, project: str | None, cursor: str | None, limit: int
 ) -> Page[Agent]:
     """List the organization's agents, in one project or in all, oldest first."""
-    async with ctx.db.transaction() as session:
+    async with ctx.db.read() as session:
         project_id = (await project_repo.resolve(session, org_id, project)).id if project else None
         agents = await agent_repo.list_page(
             session, org_id, project_id=project_id, cursor=cursor, limit=limit
@@ -161,7 +160,7 @@ async def release_phone_numbers(
 
 
 async def find_agent_row(
-    session: AsyncSession,
+    session: Session,
     org_id: str,
     ref: str,
     project: str | None,
@@ -183,7 +182,7 @@ async def find_agent_row(
 
 
 async def _record(
-    session: AsyncSession, ctx: Context, row: AgentRow, actor: Actor, action: str, **details: object
+    session: Session, ctx: Context, row: AgentRow, actor: Actor, action: str, **details: object
 ) -> None:
     await audit.record(
         session,
@@ -201,7 +200,7 @@ def _unset(patch: AgentPatch, name: str) -> bool:
 
 
 async def _refuse_taken_numbers(
-    session: AsyncSession, numbers: Sequence[str], *, agent_id: str | None
+    session: Session, numbers: Sequence[str], *, agent_id: str | None
 ) -> None:
     taken = await agent_repo.numbers_owned_elsewhere(session, numbers, agent_id)
     if taken:

@@ -2,22 +2,22 @@
 
 from __future__ import annotations
 
-from sqlalchemy.ext.asyncio import AsyncSession
-
 from parley import credentials
 from parley.clock import utcnow
 from parley.db.repos import api_keys as key_repo
 from parley.db.repos import dashboard_sessions as session_repo
+from parley.db.session import Session
 from parley.errors import ApiKeyNotFound, Forbidden
 from parley.ids import new_id
 from parley.records import Actor, ApiKey, IssuedApiKey, Page
-from parley.services import audit
-from parley.services.context import Context
+from parley.services import audit, revocations
+from parley.services.context import Context, DatabaseContext
+from parley.services.credential_cache import CACHE_SECONDS
 from parley.services.paging import page_of
 
 
 async def issue(
-    session: AsyncSession, ctx: Context, *, org_id: str, name: str | None, actor: Actor
+    session: Session, ctx: DatabaseContext, *, org_id: str, name: str | None, actor: Actor
 ) -> IssuedApiKey:
     """Create a key inside an open transaction (audited) and return it with its secret."""
     secret = credentials.new_api_key()
@@ -43,7 +43,7 @@ async def issue(
 
 
 async def create_api_key(
-    ctx: Context, *, org_id: str, name: str | None, actor: Actor
+    ctx: DatabaseContext, *, org_id: str, name: str | None, actor: Actor
 ) -> IssuedApiKey:
     """Create an API key for the organization."""
     async with ctx.db.transaction() as session:
@@ -51,10 +51,10 @@ async def create_api_key(
 
 
 async def list_api_keys(
-    ctx: Context, *, org_id: str, cursor: str | None, limit: int
+    ctx: DatabaseContext, *, org_id: str, cursor: str | None, limit: int
 ) -> Page[ApiKey]:
     """List the organization's active keys, oldest first."""
-    async with ctx.db.transaction() as session:
+    async with ctx.db.read() as session:
         keys = await key_repo.list_page(session, org_id, cursor=cursor, limit=limit)
     return page_of(keys, limit=limit)
 
@@ -80,9 +80,14 @@ async def revoke_api_key(ctx: Context, *, org_id: str, key_id: str, actor: Actor
             target=key_id,
             details={"name": row.name, "last4": row.last4},
         )
+        # Instances that cached the key learn of it at once (services/credential_cache.py).
+        pending = await revocations.queue(
+            session, ctx, key_id, expires_at=ctx.clock.time() + CACHE_SECONDS + 60
+        )
+    await revocations.publish(ctx, pending)
 
 
-async def find_by_secret(ctx: Context, secret: str) -> ApiKey | None:
+async def find_by_secret(ctx: DatabaseContext, secret: str) -> ApiKey | None:
     """Return the active key with this secret, found by the hash of the secret."""
-    async with ctx.db.transaction() as session:
+    async with ctx.db.read() as session:
         return await key_repo.find_active_by_hash(session, credentials.hash_secret(secret))

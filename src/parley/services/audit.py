@@ -25,13 +25,12 @@ from dataclasses import dataclass
 from datetime import UTC
 from typing import Any, Final
 
-from sqlalchemy.ext.asyncio import AsyncSession
-
 from parley.clock import utcnow
 from parley.db.repos import audit as audit_repo
+from parley.db.session import Session
 from parley.errors import ValidationFailed
 from parley.records import Actor, AuditEvent, Page
-from parley.services.context import Context
+from parley.services.context import DatabaseContext
 
 GENESIS_HASH: Final = audit_repo.GENESIS_HASH
 VERIFY_BATCH: Final = 500
@@ -81,8 +80,8 @@ def chain_hash(event: AuditEvent) -> str:
 
 
 async def record(
-    session: AsyncSession,
-    ctx: Context,
+    session: Session,
+    ctx: DatabaseContext,
     *,
     org_id: str,
     actor: Actor,
@@ -122,7 +121,7 @@ def _fields(event: AuditEvent) -> dict[str, Any]:
 
 
 async def list_events(
-    ctx: Context,
+    ctx: DatabaseContext,
     *,
     org_id: str,
     action: str | None,
@@ -132,7 +131,7 @@ async def list_events(
 ) -> Page[AuditEvent]:
     """List the organization's events, newest first, optionally by action and target."""
     before = _decode_cursor(cursor) if cursor is not None else None
-    async with ctx.db.transaction() as session:
+    async with ctx.db.read() as session:
         events = await audit_repo.list_page(
             session, org_id, action=action, target=target, before_seq=before, limit=limit
         )
@@ -178,14 +177,14 @@ class ChainReport:
         return self.first_bad is None
 
 
-async def verify_chains(ctx: Context, *, org_id: str | None = None) -> list[ChainReport]:
+async def verify_chains(ctx: DatabaseContext, *, org_id: str | None = None) -> list[ChainReport]:
     """Recompute the chain of one organization, or of every organization that has one."""
-    async with ctx.db.transaction() as session:
+    async with ctx.db.read() as session:
         orgs = [org_id] if org_id is not None else await audit_repo.chained_orgs(session)
         return [await _verify_chain(session, org) for org in orgs]
 
 
-async def _verify_chain(session: AsyncSession, org_id: str) -> ChainReport:
+async def _verify_chain(session: Session, org_id: str) -> ChainReport:
     expected_seq, prev_hash, count = 1, GENESIS_HASH, 0
     while True:
         batch = await audit_repo.chain_slice(

@@ -1,26 +1,39 @@
-"""Authentication: from the Authorization header to a Principal (API.md section 1).
+"""Authentication: from what a request presents to a Principal (API.md section 1).
+
+The one path of every REST request and every WebSocket handshake:
+`presented_credential` picks the credential, `authenticate` proves it and decides whether
+its kind may act here, and only then admits a JWT (steps 9 to 11: rate limit, `jti`).
 
 Rules:
-1. Exactly one credential per request: a second Authorization header is refused (400
-   `multiple_credentials`); any scheme but `Bearer` (case-insensitive) or an empty token is
-   refused (401 `unauthorized`).
+1. Exactly one credential per request: a second Authorization header, or a header and a
+   query credential (WebSocket), is refused (400 `multiple_credentials`); any scheme but
+   `Bearer` (case-insensitive) or an empty token is refused (401 `unauthorized`).
 2. A credential of more than 8 KiB is refused (401 `invalid_token`).
 3. A missing, malformed, unknown, revoked or expired API key or session token gives the
-   same 401 `unauthorized`, with no hint which part was wrong.
+   same 401 `unauthorized`, with no hint which part was wrong. A string that is neither
+   and contains a `.` is a JWT candidate: a malformed one is 401 `invalid_token`.
 4. An opaque credential is found by the SHA-256 of its secret: no secret is ever compared
-   in Python, so there is nothing to time.
+   in Python, so there is nothing to time. Known ones are cached, revocation staying
+   instant (services/credential_cache.py).
+5. A credential whose kind may not act on the route is 403 `insufficient_scope`, decided
+   before anything is admitted or recorded: a JWT refused there keeps its `jti` unused.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from parley import credentials, jwt
 from parley.credentials import CredentialKind
-from parley.errors import InsufficientScope, MultipleCredentials, Unauthorized
+from parley.errors import InsufficientScope, MultipleCredentials, Unauthorized, Unavailable
 from parley.services import api_keys, session_tokens
 from parley.services.context import Context
+
+log = logging.getLogger(__name__)
+
+ANY_KIND: frozenset[CredentialKind] = frozenset({"api_key", "session_token", "jwt"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,12 +57,6 @@ class Principal:
             return self.token is not None and self.token.conversation_id == conversation_id
         return self.conversation_ids is None or conversation_id in self.conversation_ids
 
-    def require(self, *kinds: CredentialKind) -> Principal:
-        """Return self if this credential's kind may act here, else raise InsufficientScope."""
-        if self.kind not in kinds:
-            raise InsufficientScope()
-        return self
-
 
 def bearer_credential(header_values: Sequence[str]) -> str:
     """Extract the one bearer credential from the Authorization header values."""
@@ -66,50 +73,110 @@ def bearer_credential(header_values: Sequence[str]) -> str:
     return token
 
 
-async def authenticate(
-    ctx: Context, credential: str, *, conversation_id: str | None = None
-) -> Principal:
-    """Resolve a credential to the principal it proves, or raise.
+def presented_credential(
+    authorization: Sequence[str],
+    *,
+    query_jwt: str | None = None,
+    query_session_token: str | None = None,
+) -> str:
+    """Return the one credential presented (rules 1 and 2): the header's bearer token, or
+    (WebSocket handshakes) `?jwt=` or `?session_token=`, which must hold that kind."""
+    given = [value for value in (query_jwt, query_session_token) if value is not None]
+    if len(given) + (1 if authorization else 0) > 1 or len(authorization) > 1:
+        raise MultipleCredentials()
+    credential = given[0] if given else bearer_credential(authorization)
+    if len(credential) > credentials.MAX_CREDENTIAL_BYTES:
+        raise jwt.InvalidToken()
+    kind = credentials.classify(credential)
+    if (query_jwt is not None and kind != "jwt") or (
+        query_session_token is not None and kind != "session_token"
+    ):
+        raise Unauthorized()
+    return credential
 
-    `conversation_id` names the conversation the request accesses, if any. A JWT is admitted
-    only there (API.md section 7 steps 9 to 11: it must name that conversation, it counts
-    against its rate limit and its `jti` is spent); anywhere else a valid JWT is 403
-    `insufficient_scope`, and its `jti` is not spent.
+
+async def authenticate(
+    ctx: Context,
+    credential: str,
+    *,
+    accepts: frozenset[CredentialKind] = ANY_KIND,
+    conversation_id: str | None = None,
+    token_names_conversation: bool = False,
+) -> Principal:
+    """Prove a credential and return its principal, or raise (rules 3 to 5).
+
+    `accepts`: the kinds that may act here (others: 403, nothing admitted). A JWT is
+    admitted (API.md section 7 steps 9 to 11: it must name the conversation, it counts
+    against its rate limit, its `jti` is spent) only for `conversation_id`, or, with
+    `token_names_conversation` (a WebSocket without `?conversation_id=`), for the one it
+    names; with neither, a valid JWT is 403 `insufficient_scope`.
     """
     kind = credentials.classify(credential)
+    if kind == "jwt":
+        verified = await jwt.verify(credential, issuers=ctx.jwt.issuers, clock=ctx.clock)
+        accessed = conversation_id
+        if accessed is None and token_names_conversation:
+            accessed = verified.conversation_id
+        if "jwt" not in accepts or accessed is None:
+            raise InsufficientScope()
+        await jwt.admit(
+            verified,
+            conversation_id=accessed,
+            limiter=ctx.jwt.rate_limiter,
+            replay_guard=ctx.jwt.replay_guard,
+        )
+        return Principal(
+            kind="jwt",
+            org_id=verified.org_id,
+            credential_id=verified.jti or "",
+            token=verified,
+            expires_at=float(verified.exp),
+        )
+    principal = None if kind is None else await _opaque_principal(ctx, credential, kind)
+    if principal is None:
+        raise Unauthorized()
+    if principal.kind not in accepts:
+        raise InsufficientScope()
+    return principal
+
+
+async def _opaque_principal(
+    ctx: Context, credential: str, kind: CredentialKind
+) -> Principal | None:
+    """Find an API key or session token: from the cache if not revoked, else the database."""
+    secret_hash = credentials.hash_secret(credential)
+    known = ctx.credential_cache.get(secret_hash, now=ctx.clock.time())
+    if known is not None:
+        try:
+            revoked = await ctx.revocations.is_revoked(known.credential_id)
+        except Unavailable:
+            log.warning("revocation store unavailable: the database decides this credential")
+        else:
+            if not revoked:
+                return known
+            ctx.credential_cache.forget(secret_hash)
+            return None
+    principal = await _stored_principal(ctx, credential, kind)
+    if principal is not None:
+        ctx.credential_cache.put(secret_hash, principal, now=ctx.clock.time())
+    return principal
+
+
+async def _stored_principal(
+    ctx: Context, credential: str, kind: CredentialKind
+) -> Principal | None:
     if kind == "api_key":
         key = await api_keys.find_by_secret(ctx, credential)
         if key is not None:
             return Principal(kind="api_key", org_id=key.org_id, credential_id=key.id)
-    elif kind == "session_token":
-        token = await session_tokens.find_active(ctx, credential)
-        if token is not None:
-            return Principal(
-                kind="session_token",
-                org_id=token.org_id,
-                credential_id=token.id,
-                conversation_ids=token.conversation_ids,
-                expires_at=token.expires_at.timestamp(),
-            )
-    elif kind == "jwt":
-        return await _authenticate_jwt(ctx, credential, conversation_id=conversation_id)
-    raise Unauthorized()
-
-
-async def _authenticate_jwt(ctx: Context, token: str, *, conversation_id: str | None) -> Principal:
-    verified = await jwt.verify(token, issuers=ctx.jwt.issuers, clock=ctx.clock)
-    if conversation_id is None:
-        raise InsufficientScope()
-    await jwt.admit(
-        verified,
-        conversation_id=conversation_id,
-        limiter=ctx.jwt.rate_limiter,
-        replay_guard=ctx.jwt.replay_guard,
-    )
+        return None
+    token = await session_tokens.find_active(ctx, credential)
+    if token is None:
+        return None
     return Principal(
-        kind="jwt",
-        org_id=verified.org_id,
-        credential_id=verified.jti or "",
-        token=verified,
-        expires_at=float(verified.exp),
+        kind="session_token",
+        org_id=token.org_id,
+        credential_id=token.id,
+        conversation_ids=token.conversation_ids,
+        expires_at=token.expires_at.timestamp(),
     )

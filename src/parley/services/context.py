@@ -1,17 +1,24 @@
-"""What every use-case receives: the database, the clock and the shared stores."""
+"""What every use-case receives: the database, the clock and the shared stores.
+
+`DatabaseContext` is the part the operator commands need (services/database_context.py opens
+one without the JWT runtime or the stores); `Context`, built by the composition root, is a
+`DatabaseContext` with everything else, so any service that takes the former takes it too.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from parley.clock import Clock
 from parley.db.database import Database
-from parley.jwt import JwksFetcher, KeyCache
-from parley.stores.base import RateLimiter, ReplayGuard, Revocations
+from parley.services.credential_cache import CredentialCache
 
 if TYPE_CHECKING:
+    # Annotations only: the operator commands import this module without loading them.
+    from parley.jwt import JwksFetcher, KeyCache
     from parley.services.jwt_config import IssuerDirectory
+    from parley.stores.base import RateLimiter, ReplayGuard, Revocations
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,12 +34,30 @@ class JwtRuntime:
 
 
 @dataclass(frozen=True, slots=True)
-class Context:
-    """The dependencies of the services, built once by the composition root (app.py)."""
+class Instance:
+    """This process as the owner of live conversations (services/instances.py)."""
+
+    id: str
+    lease_seconds: float
+    """Live conversations of an instance silent this long are ended by the others."""
+
+
+@dataclass(frozen=True, slots=True)
+class DatabaseContext:
+    """The database and the clock: all that organizations, API keys and the audit trail use."""
 
     db: Database
     clock: Clock
+
+
+@dataclass(frozen=True, slots=True)
+class Context(DatabaseContext):
+    """The dependencies of the services, built once by the composition root (app.py)."""
+
     jwt: JwtRuntime
     revocations: Revocations
     sign_in_limiter: RateLimiter
     """Failed dashboard sign-ins per client address (services/dashboard.py)."""
+    instance: Instance
+    credential_cache: CredentialCache = field(default_factory=CredentialCache)
+    """API keys and session tokens already seen (services/credential_cache.py)."""

@@ -7,7 +7,6 @@ from parley import metrics
 from parley.clock import utcnow
 from parley.db.repos import agents as agent_repo
 from parley.db.repos import conversations as conversation_repo
-from parley.db.tables import ConversationRow
 from parley.errors import (
     AgentDisabled,
     ConversationEnded,
@@ -18,10 +17,15 @@ from parley.errors import (
 )
 from parley.ids import CONVERSATION_ID_RULE, is_valid_conversation_id, new_id
 from parley.records import Actor, Agent, Conversation, Page
-from parley.services import audit
+from parley.services import audit, revocations
 from parley.services.agents import find_agent_row
 from parley.services.context import Context
 from parley.services.paging import page_of
+
+ENDED_MARKER_SECONDS = 300
+"""How long the shared store remembers that a conversation ended: long enough for its socket,
+wherever it is, to see it (watchdogs look every 0.5 s; a store outage longer than 2 s
+closes sockets anyway), short enough that ended conversations do not pile up in it."""
 
 
 def check_conversation_id(conversation_id: str) -> str:
@@ -50,19 +54,14 @@ async def create_conversation(
         if await conversation_repo.get_row(session, org_id, new) is not None:
             raise ConversationExists()
         agent_record = await agent_repo.load(session, agent_row)
-        row = ConversationRow(
+        row = await conversation_repo.create(
+            session,
             org_id=org_id,
-            id=new,
+            conversation_id=new,
             agent_id=agent_row.id,
-            project_name=agent_record.project,
-            status="pending",
-            end_user=None,
-            external_id=None,
-            started_at=None,
-            ended_at=None,
-            created_at=utcnow(ctx.clock),
+            project=agent_record.project,
+            at=utcnow(ctx.clock),
         )
-        await conversation_repo.insert(session, row)
         return await conversation_repo.load(session, row)
 
 
@@ -74,7 +73,7 @@ async def get_conversation(
     `by_jwt`: the caller holds a JWT, whose conversation does not exist until its first
     WebSocket; the 404 then says so (ConversationNotStarted).
     """
-    async with ctx.db.transaction() as session:
+    async with ctx.db.read() as session:
         row = await conversation_repo.get_row(session, org_id, conversation_id)
         if row is None:
             raise ConversationNotStarted() if by_jwt else ConversationNotFound()
@@ -92,7 +91,7 @@ async def list_conversations(
     limit: int,
 ) -> Page[Conversation]:
     """List conversations, oldest first; `only_ids` restricts a session token's view."""
-    async with ctx.db.transaction() as session:
+    async with ctx.db.read() as session:
         agent_id = None
         if agent is not None:
             agent_id = (await find_agent_row(session, org_id, agent, project)).id
@@ -117,9 +116,7 @@ async def end_conversation(
         if row is None:
             raise ConversationNotFound()
         was = row.status
-        if row.status != "ended":
-            row.status = "ended"
-            row.ended_at = utcnow(ctx.clock)
+        await conversation_repo.end(session, row, at=utcnow(ctx.clock))
         await audit.record(
             session,
             ctx,
@@ -129,9 +126,13 @@ async def end_conversation(
             target=conversation_id,
             details={"was": was},
         )
-    await ctx.revocations.revoke(
-        ended_marker(org_id, conversation_id), expires_at=ctx.clock.time() + 86_400
-    )
+        pending = await revocations.queue(
+            session,
+            ctx,
+            ended_marker(org_id, conversation_id),
+            expires_at=ctx.clock.time() + ENDED_MARKER_SECONDS,
+        )
+    await revocations.publish(ctx, pending)
 
 
 def ended_marker(org_id: str, conversation_id: str) -> str:
@@ -167,19 +168,14 @@ async def start_live(
             if row is None and not create_if_missing:
                 raise ConversationNotFound()
         if row is None:
-            row = ConversationRow(
+            row = await conversation_repo.create(
+                session,
                 org_id=org_id,
-                id=conversation_id or new_id("conv"),
+                conversation_id=conversation_id or new_id("conv"),
                 agent_id=agent_row.id,
-                project_name=agent_record.project,
-                status="live",
-                end_user=end_user,
-                external_id=None,
-                started_at=now,
-                ended_at=None,
-                created_at=now,
+                project=agent_record.project,
+                at=now,
             )
-            await conversation_repo.insert(session, row)
         else:
             if row.status == "ended":
                 raise ConversationEnded()
@@ -187,11 +183,16 @@ async def start_live(
                 raise ConversationExists("The conversation is already live.")
             if row.agent_id not in (None, agent_row.id):
                 raise ValidationFailed(param_errors={"agent": "is not the conversation's agent"})
-            row.agent_id = agent_row.id
-            row.project_name = agent_record.project
-            row.status = "live"
-            row.started_at = row.started_at or now
-            row.end_user = row.end_user or end_user
+        # This instance's lease now covers the conversation (services/instances.py).
+        await conversation_repo.go_live(
+            session,
+            row,
+            agent_id=agent_row.id,
+            project=agent_record.project,
+            instance_id=ctx.instance.id,
+            end_user=end_user,
+            at=now,
+        )
         live = await conversation_repo.load(session, row), agent_record
     metrics.conversation_went_live()
     return live
@@ -199,7 +200,7 @@ async def start_live(
 
 async def check_can_open(ctx: Context, *, org_id: str, conversation_id: str) -> None:
     """Refuse a handshake for a conversation that does not exist, or that has ended."""
-    async with ctx.db.transaction() as session:
+    async with ctx.db.read() as session:
         row = await conversation_repo.get_row(session, org_id, conversation_id)
     if row is None:
         raise ConversationNotFound()
@@ -212,9 +213,8 @@ async def finish_live(ctx: Context, *, org_id: str, conversation_id: str) -> Non
     metrics.conversation_ended()
     async with ctx.db.transaction() as session:
         row = await conversation_repo.get_row(session, org_id, conversation_id, for_update=True)
-        if row is not None and row.status != "ended":
-            row.status = "ended"
-            row.ended_at = utcnow(ctx.clock)
+        if row is not None:
+            await conversation_repo.end(session, row, at=utcnow(ctx.clock))
 
 
 async def add_item(
@@ -240,4 +240,4 @@ async def set_external_id(
         row = await conversation_repo.get_row(session, org_id, conversation_id, for_update=True)
         if row is None:
             raise ConversationNotFound()
-        row.external_id = external_id
+        await conversation_repo.set_external_id(session, row, external_id)

@@ -125,7 +125,7 @@ async def resume(ctx: Context, *, session_id: str) -> DashboardSession | None:
         if row is None:
             return None
         if (now - row.last_seen_at).total_seconds() >= TOUCH_EVERY_SECONDS:
-            row.last_seen_at = now
+            await session_repo.touch(session, row, at=now)
         return session_repo.to_record(row)
 
 

@@ -7,5 +7,5 @@ from parley.services.context import Context
 
 async def check(ctx: Context) -> str:
     """Return the database's dialect name; raise Unavailable unless it answers."""
-    await ctx.db.ping()
+    await ctx.db.check_health()
     return ctx.db.dialect

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,7 +22,8 @@ from parley import jwt
 from parley.clock import Clock, utcnow
 from parley.db.database import Database
 from parley.db.repos import jwt_configs as config_repo
-from parley.db.tables import JwtConfigRow
+from parley.db.repos.jwt_configs import JwtConfigRow
+from parley.db.session import Session
 from parley.errors import IssuerTaken, NotFound, ValidationFailed
 from parley.ids import has_control_characters
 from parley.records import Actor
@@ -76,14 +77,24 @@ class JwtConfigInput:
     require_jti: bool
 
 
-class DatabaseKeySetStore:
-    """The KeySetStore of `parley.jwt`: the last good JWKS lives in the database."""
+RefreshRecorder = Callable[[Session, str, Mapping[str, object]], Awaitable[None]]
+"""Writes more rows in the transaction that stores a fetch's outcome: (session, org ID,
+outcome), the outcome being `{"ok": True, "kids": [...]}` or `{"ok": False, "error": ...}`."""
 
-    def __init__(self, db: Database) -> None:
+
+class DatabaseKeySetStore:
+    """The KeySetStore of `parley.jwt`: the last good JWKS lives in the database.
+
+    With a `recorder`, each write also runs it in the same transaction, so the stored
+    outcome of a refresh and its audit event commit or roll back together.
+    """
+
+    def __init__(self, db: Database, *, recorder: RefreshRecorder | None = None) -> None:
         self._db = db
+        self._recorder = recorder
 
     async def load(self, org_id: str) -> jwt.StoredJwks | None:
-        async with self._db.transaction() as session:
+        async with self._db.read() as session:
             row = await config_repo.get(session, org_id)
         if row is None or row.jwks_document is None or row.jwks_document_url is None:
             return None
@@ -105,10 +116,15 @@ class DatabaseKeySetStore:
                 fetched_at=jwks.fetched_at,
                 max_age=jwks.max_age_seconds,
             )
+            if self._recorder is not None:
+                kids = [key.kid for key in jwt.load_jwks(jwks.document).keys]
+                await self._recorder(session, org_id, {"ok": True, "kids": kids})
 
     async def save_error(self, org_id: str, *, url: str, error: str) -> None:
         async with self._db.transaction() as session:
             await config_repo.save_jwks_error(session, org_id, url=url, error=error)
+            if self._recorder is not None:
+                await self._recorder(session, org_id, {"ok": False, "error": error})
 
 
 class IssuerDirectory:
@@ -138,7 +154,7 @@ class IssuerDirectory:
         cached = self._policies.get(iss)
         if cached is not None and now - cached[0] < POLICY_TTL_SECONDS:
             return cached[1]
-        async with self._db.transaction() as session:
+        async with self._db.read() as session:
             org_id = await config_repo.org_of_issuer(session, iss)
             row = await config_repo.get(session, org_id) if org_id else None
         policy = self._policy_of(row) if row is not None else None
@@ -177,7 +193,7 @@ def key_source_of(row: JwtConfigRow) -> jwt.KeySource:
 
 async def get_jwt_config(ctx: Context, *, org_id: str) -> JwtConfigView:
     """Return the organization's settings and the keys in force (an empty view if none)."""
-    async with ctx.db.transaction() as session:
+    async with ctx.db.read() as session:
         row = await config_repo.get(session, org_id)
         issuers = await config_repo.issuers_of(session, org_id)
     if row is None:
@@ -246,40 +262,39 @@ async def put_jwt_config(
 async def refresh_jwks(ctx: Context, *, org_id: str, actor: Actor) -> JwtConfigView:
     """Fetch the organization's JWKS now (static keys are reloaded).
 
-    The fetch's result (the new key set, or the error) is stored by the key cache; the
-    audit event, success or failure, is recorded right after it.
+    The fetch's outcome (the new key set, or the error beside the last good keys) and its
+    `jwt.refresh` audit event are written in one transaction (services/audit.py rule 1);
+    the fetch itself runs before that transaction opens. If the write fails, the refresh
+    fails and the keys in force stay as they were.
     """
     async with ctx.db.transaction() as session:
         row = await config_repo.get(session, org_id)
         issuers = await config_repo.issuers_of(session, org_id)
     if row is None:
         raise JwtNotConfigured()
-    try:
-        view = await ctx.jwt.key_cache.refresh(key_source_of(row))
-    except jwt.JwksFetchError as error:
-        await _record_refresh(ctx, org_id, actor, {"ok": False, "error": error.message})
-        raise
-    finally:
-        ctx.jwt.issuers.forget(org_id)
-    kids = [key.kid for key in view.keys]
-    row = await _record_refresh(ctx, org_id, actor, {"ok": True, "kids": kids}) or row
-    return _view(row, issuers, view)
 
-
-async def _record_refresh(
-    ctx: Context, org_id: str, actor: Actor, details: dict[str, object]
-) -> JwtConfigRow | None:
-    async with ctx.db.transaction() as session:
+    async def record(session: Session, org: str, outcome: Mapping[str, object]) -> None:
         await audit.record(
             session,
             ctx,
-            org_id=org_id,
+            org_id=org,
             actor=actor,
             action="jwt.refresh",
             target="jwt_settings",
-            details=details,
+            details=outcome,
         )
-        return await config_repo.get(session, org_id)
+
+    try:
+        view = await ctx.jwt.key_cache.refresh(
+            key_source_of(row), store=DatabaseKeySetStore(ctx.db, recorder=record)
+        )
+    finally:
+        ctx.jwt.issuers.forget(org_id)
+    async with ctx.db.transaction() as session:
+        if row.jwks_url is None:  # static keys: nothing stored but the event
+            await record(session, org_id, {"ok": True, "kids": [key.kid for key in view.keys]})
+        row = await config_repo.get(session, org_id) or row
+    return _view(row, issuers, view)
 
 
 def _distinct_issuers(issuers: Sequence[str]) -> list[str]:

@@ -11,7 +11,7 @@ from parley.errors import NameTaken, OrganizationNotFound, ValidationFailed
 from parley.ids import NAME_RULE, is_valid_name, new_id
 from parley.records import OPERATOR, SYSTEM, Actor, IssuedApiKey, Organization, Project
 from parley.services import api_keys, audit
-from parley.services.context import Context
+from parley.services.context import DatabaseContext
 
 MAIN_PROJECT = "main"
 DEFAULT_ORG = "default"
@@ -28,7 +28,9 @@ class NewOrganization:
     api_key: IssuedApiKey
 
 
-async def create_org(ctx: Context, *, name: str, actor: Actor = OPERATOR) -> NewOrganization:
+async def create_org(
+    ctx: DatabaseContext, *, name: str, actor: Actor = OPERATOR
+) -> NewOrganization:
     """Create an organization with its `main` project and a first API key."""
     if not is_valid_name(name):
         raise ValidationFailed(param_errors={"name": NAME_RULE})
@@ -53,16 +55,16 @@ async def create_org(ctx: Context, *, name: str, actor: Actor = OPERATOR) -> New
     return NewOrganization(org=org, api_key=issued)
 
 
-async def find_org(ctx: Context, *, id_or_name: str) -> Organization:
+async def find_org(ctx: DatabaseContext, *, id_or_name: str) -> Organization:
     """Return the organization with this ID or name."""
-    async with ctx.db.transaction() as session:
+    async with ctx.db.read() as session:
         org = await org_repo.find(session, id_or_name)
     if org is None:
         raise OrganizationNotFound()
     return org
 
 
-async def bootstrap(ctx: Context) -> NewOrganization | None:
+async def bootstrap(ctx: DatabaseContext) -> NewOrganization | None:
     """On an empty database, create the `default` organization; otherwise do nothing."""
     async with ctx.db.transaction() as session:
         if await org_repo.any_exist(session):

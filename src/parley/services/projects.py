@@ -24,7 +24,7 @@ async def create_project(ctx: Context, *, org_id: str, name: str) -> Project:
 
 async def get_project(ctx: Context, *, org_id: str, ref: str) -> Project:
     """Return the project named or identified by `ref`."""
-    async with ctx.db.transaction() as session:
+    async with ctx.db.read() as session:
         return project_repo.to_record(await project_repo.resolve(session, org_id, ref))
 
 
@@ -32,7 +32,7 @@ async def list_projects(
     ctx: Context, *, org_id: str, cursor: str | None, limit: int
 ) -> Page[Project]:
     """List the organization's projects, oldest first."""
-    async with ctx.db.transaction() as session:
+    async with ctx.db.read() as session:
         projects = await project_repo.list_page(session, org_id, cursor=cursor, limit=limit)
     return page_of(projects, limit=limit)
 

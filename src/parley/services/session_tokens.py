@@ -6,7 +6,8 @@ Rules:
    `conversation_ids`.
 2. Stored as the SHA-256 of the secret; shown once.
 3. Revocation is instant: the database marks it (the next request on any instance is
-   refused) and the shared Revocations store tells live WebSockets, which close within 2 s.
+   refused) and the shared Revocations store tells live WebSockets, which close within 2 s
+   (services/revocations.py: committed first, published when the store can take it).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from parley.db.repos import session_tokens as token_repo
 from parley.errors import Forbidden, SessionTokenNotFound, ValidationFailed
 from parley.ids import new_id
 from parley.records import Actor, IssuedSessionToken, SessionToken
-from parley.services import audit
+from parley.services import audit, revocations
 from parley.services.context import Context
 from parley.services.conversations import check_conversation_id
 
@@ -87,19 +88,21 @@ async def revoke_session_token(ctx: Context, *, org_id: str, token_id: str, acto
             action="session_token.revoke",
             target=token_id,
         )
-        expires_at = row.expires_at.timestamp()
-    await ctx.revocations.revoke(token_id, expires_at=expires_at)
+        pending = await revocations.queue(
+            session, ctx, token_id, expires_at=row.expires_at.timestamp()
+        )
+    await revocations.publish(ctx, pending)
 
 
 async def list_active(ctx: Context, *, org_id: str) -> list[SessionToken]:
     """List the organization's tokens that are neither revoked nor expired, newest first."""
-    async with ctx.db.transaction() as session:
+    async with ctx.db.read() as session:
         return await token_repo.list_active(session, org_id, now=utcnow(ctx.clock))
 
 
 async def find_active(ctx: Context, secret: str) -> SessionToken | None:
     """Return the unexpired, unrevoked token with this secret."""
-    async with ctx.db.transaction() as session:
+    async with ctx.db.read() as session:
         token = await token_repo.find_by_hash(session, credentials.hash_secret(secret))
     if token is None or token.revoked_at is not None:
         return None

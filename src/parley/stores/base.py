@@ -14,10 +14,12 @@ from typing import Protocol
 class ReplayGuard(Protocol):
     """Remembers single-use keys (JWT `jti`s) until they expire."""
 
-    async def claim(self, key: str, *, expires_at: float) -> bool:
+    async def claim(self, key: str, *, expires_at: float, issued_at: float) -> bool:
         """Record `key` until `expires_at` (Unix seconds); return False if it was already held.
 
         Atomic: of any number of concurrent claims of one key, exactly one returns True.
+        `issued_at` (the token's `iat`) lets a guard that lost its records refuse keys that
+        may have been used before the loss: it returns False for them too.
         """
         ...
 

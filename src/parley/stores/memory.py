@@ -80,10 +80,18 @@ class MemoryReplayGuard:
         self._clock = clock
         self._held: _Expiring[None] = _Expiring()
 
-    async def claim(self, key: str, *, expires_at: float) -> bool:
+    async def claim(
+        self,
+        key: str,
+        *,
+        expires_at: float,
+        issued_at: float,  # noqa: ARG002
+    ) -> bool:
         """Record `key` until `expires_at`; return False if it is already held.
 
-        A key whose `expires_at` has already passed is not recorded (as in Redis).
+        A key whose `expires_at` has already passed is not recorded (as in Redis). Records
+        live as long as the process: embedded mode keeps them in the database instead
+        (`parley.db.jti_claims`).
         """
         now = self._clock.time()
         if self._held.holds(key, now=now):

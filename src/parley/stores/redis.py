@@ -19,15 +19,18 @@ every OSError surfaces as `parley.errors.Unavailable`, so callers fail closed.
 from __future__ import annotations
 
 import hashlib
+import logging
 import math
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from typing import Final
 
 from redis import exceptions as redis_exceptions
 from redis.asyncio import Redis
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
+from redis.maint_notifications import MaintNotificationsConfig
 
 from parley import metrics
 from parley.errors import Unavailable
@@ -42,6 +45,8 @@ __all__ = [
     "RedisThrottle",
     "connect_redis",
 ]
+
+log = logging.getLogger(__name__)
 
 DEFAULT_PREFIX: Final = "parley:"
 
@@ -69,6 +74,10 @@ def connect_redis(url: str, *, timeout: float = 2.0, health_check_interval: int 
         socket_connect_timeout=timeout,
         health_check_interval=health_check_interval,
         retry=Retry(NoBackoff(), 0),
+        # With maintenance notifications on ("auto", redis-py 8's default) the pool skips its
+        # check that a pooled connection is still open, so after a Redis restart every
+        # stale connection failed one command. Off, the pool replaces them before use.
+        maint_notifications_config=MaintNotificationsConfig(enabled=False),
     )
 
 
@@ -100,22 +109,75 @@ def _unix_ms(seconds: float) -> int:
     return max(1, math.ceil(seconds * 1000))
 
 
+# KEYS[1]: the data-set marker; KEYS[2]: the claim. ARGV[1]: the claim's PXAT; ARGV[2]: `iat`.
+# Returns 1 (claimed), 0 (already held), -1 (no marker: the data set is not established) or
+# -2 (issued before the data set began: possibly used before Redis lost its records).
+_CLAIM_SCRIPT: Final = """
+local since = redis.call('GET', KEYS[1])
+if not since then return -1 end
+if tonumber(ARGV[2]) < tonumber(since) then return -2 end
+if redis.call('SET', KEYS[2], '1', 'NX', 'PXAT', ARGV[1]) then return 1 end
+return 0
+"""
+
+
 class RedisReplayGuard:
-    """Single-use keys (JWT `jti`s) shared by every instance, held until `expires_at`."""
+    """Single-use keys (JWT `jti`s) shared by every instance, held until `expires_at`.
+
+    Data loss. A Redis restarted without persistence (or flushed) forgets every claim, so a
+    token used before would pass again. The guard keeps a marker key, `<prefix>epoch`,
+    holding the Unix time from which this data set holds every claim; each claim checks it
+    in the same script. When the marker is missing, the data set is new: the marker is
+    written again (by whichever instance comes first) with the time the records began, and
+    keys issued before it (`issued_at` earlier) are refused, as possible replays, until
+    they expire. That time is the Redis server's start when it restarted (it held nothing
+    before), or the moment of detection when the records vanished under a running server.
+    """
 
     def __init__(self, client: Redis, *, prefix: str = DEFAULT_PREFIX) -> None:
         self._client = client
         self._prefix = prefix
+        self._marker = f"{prefix}epoch"
+        self._script = client.register_script(_CLAIM_SCRIPT)
+        self._run_id: str | None = None
 
-    async def claim(self, key: str, *, expires_at: float) -> bool:
-        """Record `key` until `expires_at` (Unix seconds) with `SET NX PXAT`; False if held.
+    async def establish(self) -> float:
+        """Write the marker if it is missing; return the time from which claims are kept."""
+        with _unavailable_on_redis_errors():
+            info = await self._client.info("server")
+            seconds, microseconds = await self._client.time()
+            now = seconds + microseconds / 1_000_000
+            run_id = str(info["run_id"])
+            if run_id == self._run_id:
+                since = now  # the records vanished under a server this instance knew
+            else:
+                since = float(math.floor(now - float(info["uptime_in_seconds"])))
+            created = await self._client.set(self._marker, repr(since), nx=True)
+            held = float(await self._client.get(self._marker) or since)
+        if created and self._run_id is not None:
+            log.warning(
+                "Redis lost its replay records: JWTs with a jti issued before %s are refused "
+                "as possible replays until they expire",
+                datetime.fromtimestamp(held, UTC).isoformat(timespec="seconds"),
+            )
+        self._run_id = run_id
+        return held
 
-        A key whose `expires_at` has already passed is not recorded.
+    async def claim(self, key: str, *, expires_at: float, issued_at: float) -> bool:
+        """Record `key` until `expires_at` (Unix seconds); False if held or possibly replayed.
+
+        A key whose `expires_at` has already passed is not recorded. A key `issued_at` (Unix
+        seconds) before the data set began is refused: it may have been used before the loss.
         """
         name = _redis_key(self._prefix, "replay", key)
+        args: list[str | int] = [_unix_ms(expires_at), repr(float(issued_at))]
         with _unavailable_on_redis_errors():
-            created = await self._client.set(name, 1, nx=True, pxat=_unix_ms(expires_at))
-        return bool(created)
+            outcome = int(await self._script(keys=[self._marker, name], args=args))
+        if outcome == -1:
+            await self.establish()
+            with _unavailable_on_redis_errors():
+                outcome = int(await self._script(keys=[self._marker, name], args=args))
+        return outcome == 1
 
 
 # KEYS[1]: the bucket (hash of tokens and stamp). ARGV[1]: tokens per second; ARGV[2]: burst.

@@ -13,7 +13,7 @@ from typing import Any
 from starlette.datastructures import FormData
 
 from parley.errors import ValidationFailed
-from parley.ids import NAME_RULE, is_valid_name
+from parley.ids import CONVERSATION_ID_RULE, NAME_RULE, is_valid_conversation_id, is_valid_name
 
 AUDIO_FORMATS = ("pcm_16000", "pcm_8000", "pcm_24000", "pcm_44100", "mulaw_8000")
 E164 = re.compile(r"\+[1-9][0-9]{1,14}")
@@ -62,6 +62,16 @@ def phone_numbers(form: FormData) -> tuple[str, ...]:
     if len(numbers) > MAX_NUMBERS or len(set(numbers)) != len(numbers):
         raise ValidationFailed(param_errors={"phone_numbers": "at most 20, without repeats"})
     return tuple(numbers)
+
+
+def conversation_ids(form: FormData) -> list[str]:
+    """Read conversation IDs, one per line; each must follow the conversation ID rule."""
+    ids = items(form, "conversation_ids", max_length=20_000)
+    for conversation_id in ids:
+        if not is_valid_conversation_id(conversation_id):
+            message = f"{conversation_id[:40]!r}: {CONVERSATION_ID_RULE}"
+            raise ValidationFailed(param_errors={"conversation_ids": message})
+    return ids
 
 
 def checked(form: FormData, field: str) -> bool:

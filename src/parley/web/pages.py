@@ -12,6 +12,7 @@ from starlette.responses import RedirectResponse, Response
 from parley.errors import ParleyError, ValidationFailed
 from parley.services import api_keys, audit, conversations, jwt_config, session_tokens, token_check
 from parley.web import forms
+from parley.web.form_state import FORM_ERRORS, FailedForm
 from parley.web.render import SIGN_IN_PATH, PageRoute, done, notice, page, status_for
 from parley.web.session import Visitor, checked_form, context_of, visitor
 
@@ -53,6 +54,18 @@ async def jwt_page(request: Request, signed_in: SignedIn) -> Response:
 
 @router.post("/jwt")
 async def save_jwt(request: Request, signed_in: SignedIn, form: CheckedForm) -> Response:
+    try:
+        config = _jwt_config_of(form)
+        await jwt_config.put_jwt_config(
+            context_of(request), org_id=signed_in.org_id, config=config, actor=signed_in.actor
+        )
+    except FORM_ERRORS as error:
+        failed = FailedForm.of("jwt-settings", form, error)
+        return await _jwt_page(request, signed_in, status=status_for(error), failed=failed)
+    return done("/dashboard/jwt", "jwt_saved")
+
+
+def _jwt_config_of(form: FormData) -> jwt_config.JwtConfigInput:
     issuers = forms.items(form, "issuers")
     if not 1 <= len(issuers) <= 10:
         raise ValidationFailed(param_errors={"issuers": "give 1 to 10 issuers, one per line"})
@@ -63,17 +76,13 @@ async def save_jwt(request: Request, signed_in: SignedIn, form: CheckedForm) -> 
     keys = forms.public_keys(form) if source == "static" else None
     if jwks_url is None and keys is None:
         raise ValidationFailed(param_errors={"source": "choose a JWKS URL or static keys"})
-    config = jwt_config.JwtConfigInput(
+    return jwt_config.JwtConfigInput(
         issuers=tuple(issuers),
         audience=forms.text(form, "audience", max_length=512) or None,
         jwks_url=jwks_url,
         public_keys=keys,
         require_jti=forms.checked(form, "require_jti"),
     )
-    await jwt_config.put_jwt_config(
-        context_of(request), org_id=signed_in.org_id, config=config, actor=signed_in.actor
-    )
-    return done("/dashboard/jwt", "jwt_saved")
 
 
 @router.post("/jwt/refresh")
@@ -91,23 +100,38 @@ async def refresh_jwt(request: Request, signed_in: SignedIn, _form: CheckedForm)
 
 @router.post("/jwt/check")
 async def check_jwt(request: Request, signed_in: SignedIn, form: CheckedForm) -> Response:
-    token = forms.text(form, "token", max_length=65_536, required=True)
-    conversation_id = forms.text(form, "conversation_id", max_length=128) or None
-    result = await token_check.check_token(
-        context_of(request), org_id=signed_in.org_id, token=token, conversation_id=conversation_id
-    )
+    try:
+        token = forms.text(form, "token", max_length=65_536, required=True)
+        conversation_id = forms.text(form, "conversation_id", max_length=128) or None
+        result = await token_check.check_token(
+            context_of(request),
+            org_id=signed_in.org_id,
+            token=token,
+            conversation_id=conversation_id,
+        )
+    except FORM_ERRORS as error:  # the token is never typed back into the page
+        failed = FailedForm.of("token-check", form, error, secret_fields=["token"])
+        return await _jwt_page(request, signed_in, status=status_for(error), failed=failed)
     return await _jwt_page(request, signed_in, check=result, checked_conversation=conversation_id)
 
 
 # --- API keys ---------------------------------------------------------------------------
 
 
-async def _keys_page(request: Request, signed_in: Visitor, **extra: Any) -> Response:
+async def _keys_page(
+    request: Request, signed_in: Visitor, *, status: int = 200, **extra: Any
+) -> Response:
     listed = await api_keys.list_api_keys(
         context_of(request), org_id=signed_in.org_id, cursor=None, limit=100
     )
     return await page(
-        request, signed_in, "api_keys.html", keys=listed.items, notice=notice(request), **extra
+        request,
+        signed_in,
+        "api_keys.html",
+        status=status,
+        keys=listed.items,
+        notice=notice(request),
+        **extra,
     )
 
 
@@ -118,10 +142,14 @@ async def keys_page(request: Request, signed_in: SignedIn) -> Response:
 
 @router.post("/api-keys")
 async def create_key(request: Request, signed_in: SignedIn, form: CheckedForm) -> Response:
-    name = forms.text(form, "name", max_length=100) or None
-    issued = await api_keys.create_api_key(
-        context_of(request), org_id=signed_in.org_id, name=name, actor=signed_in.actor
-    )
+    try:
+        name = forms.text(form, "name", max_length=100) or None
+        issued = await api_keys.create_api_key(
+            context_of(request), org_id=signed_in.org_id, name=name, actor=signed_in.actor
+        )
+    except FORM_ERRORS as error:
+        failed = FailedForm.of("create-key-form", form, error)
+        return await _keys_page(request, signed_in, status=status_for(error), failed=failed)
     return await _keys_page(request, signed_in, created=issued)
 
 
@@ -140,10 +168,18 @@ async def revoke_key(
 # --- session tokens ---------------------------------------------------------------------
 
 
-async def _tokens_page(request: Request, signed_in: Visitor, **extra: Any) -> Response:
+async def _tokens_page(
+    request: Request, signed_in: Visitor, *, status: int = 200, **extra: Any
+) -> Response:
     active = await session_tokens.list_active(context_of(request), org_id=signed_in.org_id)
     return await page(
-        request, signed_in, "session_tokens.html", tokens=active, notice=notice(request), **extra
+        request,
+        signed_in,
+        "session_tokens.html",
+        status=status,
+        tokens=active,
+        notice=notice(request),
+        **extra,
     )
 
 
@@ -154,17 +190,21 @@ async def tokens_page(request: Request, signed_in: SignedIn) -> Response:
 
 @router.post("/session-tokens")
 async def create_token(request: Request, signed_in: SignedIn, form: CheckedForm) -> Response:
-    ttl = forms.text(form, "ttl_seconds", max_length=5) or "300"
-    if not ttl.isdigit():
-        raise ValidationFailed(param_errors={"ttl_seconds": "must be a number of seconds"})
-    ids = forms.items(form, "conversation_ids", max_length=20_000)
-    issued = await session_tokens.create_session_token(
-        context_of(request),
-        org_id=signed_in.org_id,
-        ttl_seconds=int(ttl),
-        conversation_ids=ids or None,
-        actor=signed_in.actor,
-    )
+    try:
+        ttl = forms.text(form, "ttl_seconds", max_length=5) or "300"
+        if not ttl.isdigit():
+            raise ValidationFailed(param_errors={"ttl_seconds": "must be a number of seconds"})
+        ids = forms.conversation_ids(form)
+        issued = await session_tokens.create_session_token(
+            context_of(request),
+            org_id=signed_in.org_id,
+            ttl_seconds=int(ttl),
+            conversation_ids=ids or None,
+            actor=signed_in.actor,
+        )
+    except FORM_ERRORS as error:
+        failed = FailedForm.of("create-token-form", form, error)
+        return await _tokens_page(request, signed_in, status=status_for(error), failed=failed)
     return await _tokens_page(request, signed_in, created=issued)
 
 

@@ -14,6 +14,7 @@ from starlette.templating import Jinja2Templates
 
 from parley import errors
 from parley.services import orgs
+from parley.web.form_state import form_state
 from parley.web.session import CsrfRejected, SignInRequired, Visitor, context_of
 
 HERE = Path(__file__).parent
@@ -48,6 +49,7 @@ def _when(value: datetime | float | None) -> str:
 
 
 templates.env.filters["when"] = _when
+templates.env.globals["form_state"] = form_state
 
 
 def error_page(
@@ -100,9 +102,10 @@ class PageRoute(APIRoute):
 async def page(
     request: Request, visitor: Visitor, template: str, *, status: int = 200, **context: Any
 ) -> Response:
-    """Render a signed-in page: the organization's name, the nav, the CSRF token."""
+    """Render a signed-in page: the organization's name, the nav, the CSRF token, and the
+    refused form (`failed`, a FailedForm) if the page answers one."""
     org = await orgs.find_org(context_of(request), id_or_name=visitor.org_id)
-    values = {"org": org, "csrf": visitor.csrf, "visitor": visitor, **context}
+    values = {"org": org, "csrf": visitor.csrf, "visitor": visitor, "failed": None, **context}
     return templates.TemplateResponse(request, template, values, status_code=status)
 
 

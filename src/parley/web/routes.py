@@ -10,12 +10,22 @@ from starlette.datastructures import FormData
 from starlette.responses import RedirectResponse, Response
 from starlette.staticfiles import StaticFiles
 
-from parley.errors import ValidationFailed
-from parley.records import UNSET, AgentPatch, AgentSpec
+from parley.errors import ProjectNotFound, ValidationFailed
+from parley.records import UNSET, Agent, AgentPatch, AgentSpec
 from parley.services import agents
 from parley.services import dashboard as dashboard_service
 from parley.web import forms, pages
-from parley.web.render import HERE, SIGN_IN_PATH, PageRoute, done, error_page, notice, page
+from parley.web.form_state import FORM_ERRORS, FailedForm
+from parley.web.render import (
+    HERE,
+    SIGN_IN_PATH,
+    PageRoute,
+    done,
+    error_page,
+    notice,
+    page,
+    status_for,
+)
 from parley.web.render import templates as page_templates
 from parley.web.security import DashboardHeadersMiddleware
 from parley.web.session import (
@@ -125,32 +135,69 @@ async def sign_out(request: Request, signed_in: SignedIn, _form: CheckedForm) ->
 # --- agents -----------------------------------------------------------------------------
 
 
-@router.get("/agents")
-async def agents_page(request: Request, signed_in: SignedIn) -> Response:
+async def _agents_page(
+    request: Request, signed_in: Visitor, *, status: int = 200, failed: FailedForm | None = None
+) -> Response:
     listed = await agents.list_agents(
         context_of(request), org_id=signed_in.org_id, project=None, cursor=None, limit=100
     )
     return await page(
-        request, signed_in, "agents.html", agents=listed.items, notice=notice(request)
+        request,
+        signed_in,
+        "agents.html",
+        status=status,
+        agents=listed.items,
+        audio_formats=forms.AUDIO_FORMATS,
+        notice=notice(request),
+        failed=failed,
     )
+
+
+async def _agent_page(
+    request: Request,
+    signed_in: Visitor,
+    agent: Agent,
+    *,
+    status: int = 200,
+    failed: FailedForm | None = None,
+) -> Response:
+    return await page(
+        request,
+        signed_in,
+        "agent.html",
+        status=status,
+        agent=agent,
+        audio_formats=forms.AUDIO_FORMATS,
+        notice=notice(request),
+        failed=failed,
+    )
+
+
+@router.get("/agents")
+async def agents_page(request: Request, signed_in: SignedIn) -> Response:
+    return await _agents_page(request, signed_in)
 
 
 @router.post("/agents")
 async def create_agent(request: Request, signed_in: SignedIn, form: CheckedForm) -> Response:
-    spec = AgentSpec(
-        name=forms.name(form),
-        voice_id=forms.text(form, "voice_id", max_length=100) or "us_female",
-        system_prompt=forms.text(form, "system_prompt", max_length=20_000),
-        welcome_message=forms.text(form, "welcome_message", max_length=2_000) or None,
-        language="en",
-        audio_format=forms.audio_format(form),
-        phone_numbers=forms.phone_numbers(form),
-    )
-    project = forms.text(form, "project", max_length=64) or None
-    agent = await agents.create_agent(
-        context_of(request), org_id=signed_in.org_id, project=project, spec=spec,
-        actor=signed_in.actor,
-    )  # fmt: skip
+    try:
+        spec = AgentSpec(
+            name=forms.name(form),
+            voice_id=forms.text(form, "voice_id", max_length=100) or "us_female",
+            system_prompt=forms.text(form, "system_prompt", max_length=20_000),
+            welcome_message=forms.text(form, "welcome_message", max_length=2_000) or None,
+            language="en",
+            audio_format=forms.audio_format(form),
+            phone_numbers=forms.phone_numbers(form),
+        )
+        project = forms.text(form, "project", max_length=64) or None
+        agent = await agents.create_agent(
+            context_of(request), org_id=signed_in.org_id, project=project, spec=spec,
+            actor=signed_in.actor,
+        )  # fmt: skip
+    except (*FORM_ERRORS, ProjectNotFound) as error:  # an unknown project is a typo too
+        failed = FailedForm.of("create-agent", form, error)
+        return await _agents_page(request, signed_in, status=status_for(error), failed=failed)
     return done(f"/dashboard/agents/{agent.id}", "agent_created")
 
 
@@ -159,14 +206,7 @@ async def agent_page(request: Request, signed_in: SignedIn, agent_id: str) -> Re
     agent = await agents.get_agent(
         context_of(request), org_id=signed_in.org_id, ref=agent_id, project=None
     )
-    return await page(
-        request,
-        signed_in,
-        "agent.html",
-        agent=agent,
-        audio_formats=forms.AUDIO_FORMATS,
-        notice=notice(request),
-    )
+    return await _agent_page(request, signed_in, agent)
 
 
 @router.post("/agents/{agent_id}")
@@ -175,22 +215,28 @@ async def update_agent(
 ) -> Response:
     ctx = context_of(request)
     current = await agents.get_agent(ctx, org_id=signed_in.org_id, ref=agent_id, project=None)
-    wanted = {
-        "name": forms.name(form),
-        "voice_id": forms.text(form, "voice_id", max_length=100, required=True),
-        "system_prompt": forms.text(form, "system_prompt", max_length=20_000),
-        "welcome_message": forms.text(form, "welcome_message", max_length=2_000) or None,
-        "audio_format": forms.audio_format(form),
-        "phone_numbers": forms.phone_numbers(form),
-    }
-    changed = {k: v for k, v in wanted.items() if getattr(current, k) != v}
-    patch = AgentPatch(**changed)  # type: ignore[arg-type]
-    if not changed:
-        patch = AgentPatch(name=UNSET)
-    await agents.update_agent(
-        ctx, org_id=signed_in.org_id, ref=current.id, project=None, patch=patch,
-        actor=signed_in.actor,
-    )  # fmt: skip
+    try:
+        wanted = {
+            "name": forms.name(form),
+            "voice_id": forms.text(form, "voice_id", max_length=100, required=True),
+            "system_prompt": forms.text(form, "system_prompt", max_length=20_000),
+            "welcome_message": forms.text(form, "welcome_message", max_length=2_000) or None,
+            "audio_format": forms.audio_format(form),
+            "phone_numbers": forms.phone_numbers(form),
+        }
+        changed = {k: v for k, v in wanted.items() if getattr(current, k) != v}
+        patch = AgentPatch(**changed)  # type: ignore[arg-type]
+        if not changed:
+            patch = AgentPatch(name=UNSET)
+        await agents.update_agent(
+            ctx, org_id=signed_in.org_id, ref=current.id, project=None, patch=patch,
+            actor=signed_in.actor,
+        )  # fmt: skip
+    except FORM_ERRORS as error:
+        failed = FailedForm.of("edit-agent", form, error)
+        return await _agent_page(
+            request, signed_in, current, status=status_for(error), failed=failed
+        )
     return done(f"/dashboard/agents/{current.id}", "agent_updated")
 
 
@@ -210,12 +256,25 @@ async def agent_operation(
         await agents.delete_agent(ctx, org_id=org_id, ref=agent_id, project=None, actor=actor)
         return done("/dashboard/agents", "agent_deleted")
     if operation == "release":
-        chosen = [n for n in form.getlist("phone_numbers") if isinstance(n, str)]
-        if not chosen and not forms.checked(form, "all"):
-            raise ValidationFailed(param_errors={"phone_numbers": "choose the numbers to release"})
-        numbers = None if forms.checked(form, "all") else chosen
-        await agents.release_phone_numbers(
-            ctx, org_id=org_id, ref=agent_id, project=None, numbers=numbers, actor=actor
-        )
-        return done(path, "numbers_released")
+        return await _release_numbers(request, signed_in, form, agent_id)
     return error_page(request, 404, "not_found", "Not found.")
+
+
+async def _release_numbers(
+    request: Request, signed_in: Visitor, form: FormData, agent_id: str
+) -> Response:
+    ctx = context_of(request)
+    chosen = [n for n in form.getlist("phone_numbers") if isinstance(n, str)]
+    numbers = None if forms.checked(form, "all") else chosen
+    try:
+        if numbers == []:
+            raise ValidationFailed(param_errors={"phone_numbers": "choose the numbers to release"})
+        await agents.release_phone_numbers(
+            ctx, org_id=signed_in.org_id, ref=agent_id, project=None, numbers=numbers,
+            actor=signed_in.actor,
+        )  # fmt: skip
+    except FORM_ERRORS as error:
+        agent = await agents.get_agent(ctx, org_id=signed_in.org_id, ref=agent_id, project=None)
+        failed = FailedForm.of("release-numbers", form, error)
+        return await _agent_page(request, signed_in, agent, status=status_for(error), failed=failed)
+    return done(f"/dashboard/agents/{agent_id}", "numbers_released")

@@ -62,7 +62,6 @@ async def list_conversations(
     limit: LimitParam = 100,
 ) -> ConversationList:
     """List conversations, oldest first (a restricted session token sees only its own)."""
-    principal.require("api_key", "session_token")
     page = await conversations.list_conversations(
         ctx,
         org_id=principal.org_id,
@@ -79,10 +78,9 @@ async def list_conversations(
 
 @router.post("/{id}/end", response_model=SuccessOut, responses=error_responses(401, 403, 404, 503))
 async def end_conversation(
-    request: Request, ctx: Ctx, principal: ConversationPrincipal, conversation_id: ConversationId
+    request: Request, ctx: Ctx, principal: ApiKeyPrincipal, conversation_id: ConversationId
 ) -> SuccessOut:
     """End a conversation; its live WebSocket closes with 1000."""
-    principal.require("api_key")
     await conversations.end_conversation(
         ctx,
         org_id=principal.org_id,

@@ -15,6 +15,8 @@ from parley.errors import AgentNotFound, Forbidden, NameTaken, PhoneNumberTaken
 from parley.ids import looks_like_id
 from parley.records import Agent, AgentPatch, AgentSpec, Unset
 
+__all__ = ["AgentRow"]  # what `find` returns: services read it, never change it
+
 UNIQUE_VIOLATIONS = {
     "uq_agents_project_id_name": NameTaken,
     "agents.project_id, agents.name": NameTaken,

@@ -6,11 +6,11 @@ from collections import defaultdict
 from collections.abc import Sequence
 from datetime import datetime
 
-from sqlalchemy import select
+from sqlalchemy import and_, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from parley.db.pagination import paginate
-from parley.db.tables import AgentRow, ConversationItemRow, ConversationRow
+from parley.db.tables import AgentRow, ConversationItemRow, ConversationRow, InstanceRow
 from parley.errors import ConversationExists
 from parley.ids import is_valid_conversation_id
 from parley.records import AgentRef, Conversation, ConversationItem
@@ -83,8 +83,64 @@ async def items_of(
     return found
 
 
-async def insert(session: AsyncSession, row: ConversationRow) -> None:
+async def create(
+    session: AsyncSession,
+    *,
+    org_id: str,
+    conversation_id: str,
+    agent_id: str,
+    project: str | None,
+    at: datetime,
+) -> ConversationRow:
+    """Insert a `pending` conversation of an agent."""
+    row = ConversationRow(
+        org_id=org_id,
+        id=conversation_id,
+        agent_id=agent_id,
+        project_name=project,
+        status="pending",
+        end_user=None,
+        external_id=None,
+        started_at=None,
+        ended_at=None,
+        created_at=at,
+        instance_id=None,
+    )
     session.add(row)
+    await session.flush()
+    return row
+
+
+async def go_live(
+    session: AsyncSession,
+    row: ConversationRow,
+    *,
+    agent_id: str,
+    project: str | None,
+    instance_id: str,
+    end_user: str | None,
+    at: datetime,
+) -> None:
+    """Make a conversation `live`, served by `instance_id`; keep a first start and end user."""
+    row.agent_id = agent_id
+    row.project_name = project
+    row.status = "live"
+    row.instance_id = instance_id
+    row.started_at = row.started_at or at
+    row.end_user = row.end_user or end_user
+    await session.flush()
+
+
+async def end(session: AsyncSession, row: ConversationRow, *, at: datetime) -> None:
+    """Mark a conversation `ended` at `at`, unless it already is (idempotent)."""
+    if row.status != "ended":
+        row.status = "ended"
+        row.ended_at = at
+        await session.flush()
+
+
+async def set_external_id(session: AsyncSession, row: ConversationRow, external_id: str) -> None:
+    row.external_id = external_id
     await session.flush()
 
 
@@ -135,3 +191,40 @@ async def list_page(
     rows = (await session.execute(query)).all()
     items = await items_of(session, org_id, [row.id for row, _ in rows])
     return [to_record(row, name, items.get(row.id, [])) for row, name in rows]
+
+
+async def end_live_where(
+    session: AsyncSession,
+    *,
+    at: datetime,
+    owned_by: str | None = None,
+    stale_before: datetime | None = None,
+    sparing: str | None = None,
+) -> list[tuple[str, str]]:
+    """End live conversations; return their (org, ID) pairs.
+
+    Ended: those of instance `owned_by`, and (given `stale_before`) those whose owner has no
+    heartbeat newer than `stale_before` or that have no owner; never those of `sparing`.
+    """
+    owner = ConversationRow.instance_id
+    conditions = []
+    if owned_by is not None:
+        conditions.append(owner == owned_by)
+    if stale_before is not None:
+        fresh = select(InstanceRow.id).where(InstanceRow.heartbeat_at > stale_before)
+        stale = or_(owner.is_(None), owner.not_in(fresh))
+        conditions.append(
+            stale if sparing is None else and_(stale, or_(owner.is_(None), owner != sparing))
+        )
+    if not conditions:
+        return []
+    statement = (
+        update(ConversationRow)
+        .where(ConversationRow.status == "live", or_(*conditions))
+        .values(status="ended", ended_at=at)
+        .returning(ConversationRow.org_id, ConversationRow.id)
+        .execution_options(synchronize_session=False)
+    )
+    return [
+        (org_id, conversation_id) for org_id, conversation_id in await session.execute(statement)
+    ]

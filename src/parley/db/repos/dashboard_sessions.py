@@ -72,3 +72,9 @@ async def end_for_key(session: AsyncSession, api_key_id: str, *, at: datetime) -
 async def end(session: AsyncSession, row: DashboardSessionRow, *, at: datetime) -> None:
     row.ended_at = at
     await session.flush()
+
+
+async def touch(session: AsyncSession, row: DashboardSessionRow, *, at: datetime) -> None:
+    """Record that the session was used at `at` (its idle time starts again)."""
+    row.last_seen_at = at
+    await session.flush()

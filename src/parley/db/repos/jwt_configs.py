@@ -12,6 +12,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from parley.db.tables import JwtConfigRow, JwtIssuerRow
 from parley.errors import IssuerTaken
 
+__all__ = ["JwtConfigRow"]  # what `get` returns: services read it, never change it
+
 UNIQUE_VIOLATIONS = {"pk_jwt_issuers": IssuerTaken, "jwt_issuers.issuer": IssuerTaken}
 
 

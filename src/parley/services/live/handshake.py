@@ -5,10 +5,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from parley import credentials, jwt
-from parley.errors import ConversationNotFound, InsufficientScope, MultipleCredentials, Unauthorized
+from parley import jwt
+from parley.errors import (
+    ConversationEnded,
+    ConversationNotFound,
+    InsufficientScope,
+    Unauthorized,
+)
 from parley.services import conversations
-from parley.services.authn import Principal, authenticate, bearer_credential
+from parley.services.authn import Principal, authenticate, presented_credential
 from parley.services.context import Context
 
 
@@ -33,21 +38,28 @@ async def open_handshake(
     authorization: Sequence[str],
     conversation_id: str | None,
 ) -> Handshake:
-    """Authenticate a WebSocket handshake: exactly one credential (API.md section 8)."""
-    given = [c for c in (query_jwt, query_session_token) if c is not None]
-    if len(given) + (1 if authorization else 0) > 1 or len(authorization) > 1:
-        raise MultipleCredentials()
-    credential = given[0] if given else bearer_credential(authorization)
-    if len(credential) > credentials.MAX_CREDENTIAL_BYTES:
-        raise jwt.InvalidToken()
-    kind = credentials.classify(credential)
-    if (query_jwt is not None and kind != "jwt") or (
-        query_session_token is not None and kind != "session_token"
-    ):
-        raise Unauthorized()
-    if kind == "jwt":
-        return await _jwt_handshake(ctx, credential, conversation_id)
-    principal = await authenticate(ctx, credential)
+    """Authenticate a WebSocket handshake: exactly one credential (API.md section 8).
+
+    A JWT may open its own conversation (created on first use) or the one
+    `?conversation_id=` names, if the token names it too; an API key or session token opens
+    a new conversation, or a `pending` one it may access.
+    """
+    credential = presented_credential(
+        authorization, query_jwt=query_jwt, query_session_token=query_session_token
+    )
+    principal = await authenticate(
+        ctx, credential, conversation_id=conversation_id, token_names_conversation=True
+    )
+    if principal.token is not None:
+        accessed = principal.token.conversation_id if conversation_id is None else conversation_id
+        try:
+            await conversations.check_can_open(
+                ctx, org_id=principal.org_id, conversation_id=accessed
+            )
+        except ConversationNotFound:
+            pass  # a JWT's conversation is created on first use
+        expires_at = principal.token.exp + jwt.SKEW_SECONDS
+        return await _watchable(ctx, Handshake(principal, accessed, True, expires_at, None))
     if conversation_id is None:
         if principal.conversation_ids is not None:
             raise InsufficientScope()
@@ -58,27 +70,36 @@ async def open_handshake(
             ctx, org_id=principal.org_id, conversation_id=conversation_id
         )
     revocable = principal.credential_id if principal.kind == "session_token" else None
-    return Handshake(principal, conversation_id, False, None, revocable)
+    return await _watchable(ctx, Handshake(principal, conversation_id, False, None, revocable))
 
 
-async def _jwt_handshake(ctx: Context, token: str, conversation_id: str | None) -> Handshake:
-    verified = await jwt.verify(token, issuers=ctx.jwt.issuers, clock=ctx.clock)
-    accessed = conversation_id if conversation_id is not None else verified.conversation_id
-    await jwt.admit(
-        verified,
-        conversation_id=accessed,
-        limiter=ctx.jwt.rate_limiter,
-        replay_guard=ctx.jwt.replay_guard,
-    )
-    try:
-        await conversations.check_can_open(ctx, org_id=verified.org_id, conversation_id=accessed)
-    except ConversationNotFound:
-        pass  # a JWT's conversation is created on first use
-    principal = Principal(
-        kind="jwt",
-        org_id=verified.org_id,
-        credential_id=verified.jti or "",
-        token=verified,
-        expires_at=float(verified.exp),
-    )
-    return Handshake(principal, accessed, True, verified.exp + jwt.SKEW_SECONDS, None)
+async def revocation_verdict(
+    ctx: Context, handshake: Handshake, conversation_id: str | None
+) -> tuple[int, str] | None:
+    """Ask the shared store whether the socket must close now: (code, reason), or None.
+
+    Raises Unavailable when the store does not answer.
+    """
+    if handshake.revocable_id is not None and await ctx.revocations.is_revoked(
+        handshake.revocable_id
+    ):
+        return 1008, "session token revoked"
+    if conversation_id is not None and await ctx.revocations.is_revoked(
+        conversations.ended_marker(handshake.principal.org_id, conversation_id)
+    ):
+        return 1000, "conversation ended"
+    return None
+
+
+async def _watchable(ctx: Context, handshake: Handshake) -> Handshake:
+    """Admit a socket only if its watchdog can watch it: the shared store must answer.
+
+    During a store outage no new socket opens (503, fail closed); sockets already open
+    ride it out for a while (watchdog.py). What the store already holds also refuses.
+    """
+    verdict = await revocation_verdict(ctx, handshake, handshake.conversation_id)
+    if handshake.revocable_id is None and handshake.conversation_id is None:
+        await ctx.revocations.is_revoked(handshake.principal.credential_id)  # answers at all?
+    if verdict is not None:
+        raise Unauthorized() if verdict[0] == 1008 else ConversationEnded()
+    return handshake

@@ -38,6 +38,8 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 CONFIG_TIMEOUT_SECONDS = 10.0
+STOP_TIMEOUT_SECONDS = 2.0
+"""How long the session waits for its tasks to stop before it finishes the conversation."""
 
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 Receive = Callable[[], Awaitable[str | bytes | None]]
@@ -111,7 +113,12 @@ class LiveSession:
         finally:
             for task in tasks:
                 task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+            # Bounded: a task that swallows its cancellation (a client library that turns
+            # it into a timeout) must not keep the conversation live or the socket open.
+            _, stuck = await asyncio.wait(tasks, timeout=STOP_TIMEOUT_SECONDS)
+            for task in stuck:
+                log.error("a live session task ignored its cancellation: %s", task.get_name())
+                task.cancel()
             await asyncio.shield(self._finish())
             code, reason = self._closing or (1000, "")
             await self._close(code, reason)

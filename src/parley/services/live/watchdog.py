@@ -7,9 +7,8 @@ import logging
 from collections.abc import Callable
 
 from parley.errors import Unavailable
-from parley.services import conversations
 from parley.services.context import Context
-from parley.services.live.handshake import Handshake
+from parley.services.live.handshake import Handshake, revocation_verdict
 
 log = logging.getLogger(__name__)
 
@@ -35,11 +34,13 @@ async def watch(
     outage_since: float | None = None
     while True:
         await asyncio.sleep(WATCH_INTERVAL_SECONDS)
+        _stop_if_cancelled()
         if handshake.expires_at is not None and ctx.clock.time() > handshake.expires_at:
             return 1008, "token expired"
         try:
-            verdict = await _revoked(ctx, handshake, conversation_id())
+            verdict = await revocation_verdict(ctx, handshake, conversation_id())
         except Unavailable:
+            _stop_if_cancelled()
             now = ctx.clock.monotonic()
             outage_since = outage_since if outage_since is not None else now
             if now - outage_since >= STORE_OUTAGE_SECONDS:
@@ -51,15 +52,9 @@ async def watch(
             return verdict
 
 
-async def _revoked(
-    ctx: Context, handshake: Handshake, conversation_id: str | None
-) -> tuple[int, str] | None:
-    if handshake.revocable_id is not None and await ctx.revocations.is_revoked(
-        handshake.revocable_id
-    ):
-        return 1008, "session token revoked"
-    if conversation_id is not None and await ctx.revocations.is_revoked(
-        conversations.ended_marker(handshake.principal.org_id, conversation_id)
-    ):
-        return 1000, "conversation ended"
-    return None
+def _stop_if_cancelled() -> None:
+    """Stop if this task was asked to: redis-py can swallow a cancellation that lands in the
+    middle of a command (answering, or raising a timeout), and the loop would run on."""
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        raise asyncio.CancelledError

@@ -1,7 +1,13 @@
-"""Open and close everything the services need: database, stores, JWT machinery."""
+"""The composition root's wiring, shared by the app and the command line: open and close
+everything the services need (database, shared stores, JWT machinery) and hand them a
+Context. Which implementation of each store is chosen here, and only here."""
 
 from __future__ import annotations
 
+import logging
+import os
+import secrets
+import socket
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
@@ -10,24 +16,16 @@ import httpx
 
 from parley.clock import Clock
 from parley.db.database import Database
+from parley.db.jti_claims import DatabaseReplayGuard
+from parley.errors import Unavailable
 from parley.jwt import JwksFetcher, KeyCache
-from parley.services.context import Context, JwtRuntime
+from parley.services.context import Context, Instance, JwtRuntime
+from parley.services.credential_cache import MAX_ENTRIES, CredentialCache
 from parley.services.jwt_config import DatabaseKeySetStore, IssuerDirectory
-from parley.stores import (
-    MemoryRateLimiter,
-    MemoryReplayGuard,
-    MemoryRevocations,
-    MemoryThrottle,
-    RateLimiter,
-    RedisRateLimiter,
-    RedisReplayGuard,
-    RedisRevocations,
-    RedisThrottle,
-    ReplayGuard,
-    Revocations,
-    Throttle,
-    connect_redis,
-)
+from parley.stores import RateLimiter, ReplayGuard, Revocations, Throttle
+from parley.stores.memory import MemoryRateLimiter, MemoryRevocations, MemoryThrottle
+
+log = logging.getLogger(__name__)
 
 SIGN_IN_RATE = (10, 10)
 """Failed dashboard sign-ins per client address: 10 per minute, bursts of 10."""
@@ -48,6 +46,9 @@ class RuntimeOptions:
     database_connect_timeout_seconds: float | None = None
     database_statement_timeout_seconds: float | None = None
     database_pool_timeout_seconds: float | None = None
+    instance_id: str = ""
+    """This instance's name (empty: a fresh one, `new_instance_id()`)."""
+    conversation_lease_seconds: float = 15.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,7 +71,7 @@ async def open_context(options: RuntimeOptions, *, clock: Clock) -> AsyncIterato
             pool_timeout=options.database_pool_timeout_seconds,
         )
         stack.push_async_callback(database.dispose)
-        stores = await _open_stores(options, clock, stack)
+        stores = await _open_stores(options, database, clock, stack)
         # The JWKS client follows no redirects and trusts no proxy settings of the host.
         http = httpx.AsyncClient(follow_redirects=False, trust_env=False)
         stack.push_async_callback(http.aclose)
@@ -105,23 +106,54 @@ async def open_context(options: RuntimeOptions, *, clock: Clock) -> AsyncIterato
             jwt=runtime,
             revocations=stores.revocations,
             sign_in_limiter=stores.sign_in_limiter,
+            instance=Instance(
+                id=options.instance_id or new_instance_id(),
+                lease_seconds=options.conversation_lease_seconds,
+            ),
+            # Cached credentials only where revocation is instant without fail: the
+            # in-process store of embedded mode. A Redis outage or data loss could hide a
+            # revocation from another instance's cache, so a fleet reads the database.
+            credential_cache=CredentialCache(
+                max_entries=MAX_ENTRIES if options.redis_url is None else 0
+            ),
         )
 
 
-async def _open_stores(options: RuntimeOptions, clock: Clock, stack: AsyncExitStack) -> _Stores:
+def new_instance_id() -> str:
+    """A name for an instance that was given none: host, process and a random part."""
+    return f"{socket.gethostname()[:64]}:{os.getpid()}:{secrets.token_hex(4)}"
+
+
+async def _open_stores(
+    options: RuntimeOptions, database: Database, clock: Clock, stack: AsyncExitStack
+) -> _Stores:
     rate, burst = options.jwt_rate_per_minute, options.jwt_rate_burst
     if options.redis_url is None:
         return _Stores(
-            replay_guard=MemoryReplayGuard(clock),
+            replay_guard=DatabaseReplayGuard(database, clock),  # survives a restart
             rate_limiter=MemoryRateLimiter(rate, burst, clock),
             revocations=MemoryRevocations(clock),
             throttle=MemoryThrottle(clock),
             sign_in_limiter=MemoryRateLimiter(*SIGN_IN_RATE, clock),
         )
+    # redis-py loads only when Redis is configured.
+    from parley.stores.redis import (
+        RedisRateLimiter,
+        RedisReplayGuard,
+        RedisRevocations,
+        RedisThrottle,
+        connect_redis,
+    )
+
     client = connect_redis(options.redis_url)
     stack.push_async_callback(client.aclose)
+    replay_guard = RedisReplayGuard(client)
+    try:
+        await replay_guard.establish()  # the data-loss marker (docs/reliability.md)
+    except Unavailable:
+        log.warning("Redis is unreachable: the replay guard will check its data set later")
     return _Stores(
-        replay_guard=RedisReplayGuard(client),
+        replay_guard=replay_guard,
         rate_limiter=RedisRateLimiter(rate, burst, client),
         revocations=RedisRevocations(client),
         throttle=RedisThrottle(client),

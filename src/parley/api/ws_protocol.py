@@ -1,0 +1,33 @@
+"""uvicorn's WebSocket protocol, saying "going away" (1001) when the server shuts down.
+
+On SIGTERM uvicorn closes every open WebSocket with 1012 ("service restart") before the
+application hears of it. A conversation's client should hear 1001 ("going away": the
+server is stopping), as RFC 6455 section 7.4.1 defines for a server going down; the
+application then sees the disconnect and ends the conversation (status `ended`) before
+the process exits. `parley serve` selects this protocol by import string, as it does the
+HTTP one, so every worker process loads it.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
+
+WS_PROTOCOL: Final = "parley.api.ws_protocol:GoingAwayWebSocketProtocol"
+GOING_AWAY: Final = 1001
+SHUTDOWN_REASON: Final = "server shutting down"
+
+
+class GoingAwayWebSocketProtocol(WebSocketsSansIOProtocol):
+    """uvicorn's sans-I/O websockets protocol; shutdown closes open sockets with 1001."""
+
+    def shutdown(self) -> None:
+        if self.close_sent or not self.handshake_complete:
+            super().shutdown()
+            return
+        self.stop_keepalive()
+        self.queue.put_nowait({"type": "websocket.disconnect", "code": GOING_AWAY})
+        self.conn.send_close(GOING_AWAY, SHUTDOWN_REASON)
+        self.transport.write(b"".join(self.conn.data_to_send()))
+        self.transport.close()

@@ -1,0 +1,38 @@
+"""Instances and their heartbeats: the leases on live conversations."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import delete, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from parley.db.tables import InstanceRow
+
+
+async def register(session: AsyncSession, instance_id: str, *, at: datetime) -> None:
+    """Record the instance as started and alive at `at` (its row is replaced)."""
+    await session.execute(delete(InstanceRow).where(InstanceRow.id == instance_id))
+    session.add(InstanceRow(id=instance_id, started_at=at, heartbeat_at=at))
+    await session.flush()
+
+
+async def beat(session: AsyncSession, instance_id: str, *, at: datetime) -> bool:
+    """Renew the instance's lease; False if its row is gone (then register it again)."""
+    result = await session.execute(
+        update(InstanceRow)
+        .where(InstanceRow.id == instance_id)
+        .values(heartbeat_at=at)
+        .execution_options(synchronize_session=False)
+    )
+    return bool(getattr(result, "rowcount", 0))
+
+
+async def retire(session: AsyncSession, instance_id: str) -> None:
+    """Forget the instance (it stopped cleanly)."""
+    await session.execute(delete(InstanceRow).where(InstanceRow.id == instance_id))
+
+
+async def forget_stale(session: AsyncSession, *, before: datetime) -> None:
+    """Delete instances silent since before `before`: their conversations are ended."""
+    await session.execute(delete(InstanceRow).where(InstanceRow.heartbeat_at < before))

@@ -1,0 +1,92 @@
+"""The durable replay guard of embedded mode (issue #9 finding 9), on SQLite and PostgreSQL:
+the same contract as the in-process and Redis guards (tests/stores/test_contract.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from collections.abc import AsyncIterator
+
+import pytest
+from tests.stores.conftest import ManualClock
+
+from parley.db.database import Database
+from parley.db.jti_claims import DatabaseReplayGuard
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+async def database(database_url: str) -> AsyncIterator[Database]:
+    db = Database.from_url(database_url)
+    try:
+        yield db
+    finally:
+        await db.dispose()
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock()
+
+
+def key() -> str:
+    return f"jwt:jti:{secrets.token_hex(32)}"
+
+
+async def test_jti_claims_first_claim_wins_replay_refused(
+    database: Database, clock: ManualClock
+) -> None:
+    guard, name = DatabaseReplayGuard(database, clock), key()
+    expires_at = clock.time() + 60
+    assert await guard.claim(name, expires_at=expires_at, issued_at=clock.time()) is True
+    assert await guard.claim(name, expires_at=expires_at, issued_at=clock.time()) is False
+
+
+async def test_jti_claims_survive_a_new_guard_on_the_same_database(
+    database: Database, clock: ManualClock
+) -> None:
+    name, expires_at = key(), clock.time() + 60
+    assert await DatabaseReplayGuard(database, clock).claim(
+        name, expires_at=expires_at, issued_at=clock.time()
+    )
+    restarted = DatabaseReplayGuard(database, clock)  # a new process, the same file
+    assert await restarted.claim(name, expires_at=expires_at, issued_at=clock.time()) is False
+
+
+async def test_jti_claims_expired_record_is_taken_over(
+    database: Database, clock: ManualClock
+) -> None:
+    guard, name = DatabaseReplayGuard(database, clock), key()
+    assert await guard.claim(name, expires_at=clock.time() + 1, issued_at=clock.time())
+    clock.advance(1)
+    assert await guard.claim(name, expires_at=clock.time() + 60, issued_at=clock.time())
+    assert not await guard.claim(name, expires_at=clock.time() + 60, issued_at=clock.time())
+
+
+async def test_jti_claims_past_expiry_not_recorded(database: Database, clock: ManualClock) -> None:
+    guard, name = DatabaseReplayGuard(database, clock), key()
+    past = clock.time() - 1
+    assert await guard.claim(name, expires_at=past, issued_at=past - 60) is True
+    assert await guard.claim(name, expires_at=past, issued_at=past - 60) is True
+
+
+async def test_jti_claims_concurrent_claims_exactly_one_wins(
+    database: Database, clock: ManualClock
+) -> None:
+    guard, name = DatabaseReplayGuard(database, clock), key()
+    expires_at = clock.time() + 60
+    results = await asyncio.gather(
+        *(guard.claim(name, expires_at=expires_at, issued_at=clock.time()) for _ in range(8))
+    )
+    assert sorted(results) == [False] * 7 + [True]
+
+
+async def test_jti_claims_purge_drops_only_expired(database: Database, clock: ManualClock) -> None:
+    guard = DatabaseReplayGuard(database, clock)
+    old, fresh = key(), key()
+    assert await guard.claim(old, expires_at=clock.time() + 1, issued_at=clock.time())
+    assert await guard.claim(fresh, expires_at=clock.time() + 600, issued_at=clock.time())
+    clock.advance(2)
+    assert await guard.purge() >= 1
+    assert not await guard.claim(fresh, expires_at=clock.time() + 600, issued_at=clock.time())

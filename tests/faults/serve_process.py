@@ -1,0 +1,85 @@
+"""`parley serve` as a real process: started, killed (-9), stopped (SIGTERM) and restarted
+by the test, as an operator or a power cut would."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+from tests.faults.pg_cluster import free_port
+
+START_SECONDS = 90
+
+
+class ServeProcess:
+    """`python -m parley serve` in `cwd` with the given PARLEY_* variables."""
+
+    def __init__(self, cwd: Path, *, port: int | None = None, **variables: str) -> None:
+        self.cwd = cwd
+        self.port = port or free_port()
+        self.env = {k: v for k, v in os.environ.items() if not k.startswith("PARLEY_")}
+        self.env.update({"PARLEY_STT": "none", "PARLEY_LOG_LEVEL": "warning", **variables})
+        self.process: subprocess.Popen[str] | None = None
+        self.first_key: str | None = None
+        self.output = cwd / f"serve-{self.port}.log"
+
+    @property
+    def http(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def ws(self) -> str:
+        return f"ws://127.0.0.1:{self.port}"
+
+    def start(self) -> None:
+        """Start and wait for /health; keep the first API key if this run printed one."""
+        log = self.output.open("a")
+        self.process = subprocess.Popen(  # noqa: S603 - this interpreter, fixed arguments
+            [sys.executable, "-m", "parley", "serve", "--port", str(self.port)],
+            cwd=self.cwd,
+            env=self.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        log.close()
+        deadline = time.monotonic() + START_SECONDS
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"parley serve exited: {self.output.read_text()[-3000:]}")
+            try:
+                if httpx.get(f"{self.http}/health", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.1)
+        else:
+            raise RuntimeError(f"parley serve did not answer: {self.output.read_text()[-3000:]}")
+        for line in self.output.read_text().splitlines():
+            if line.strip().startswith("parley_sk_"):
+                self.first_key = line.strip()
+
+    def kill(self) -> None:
+        """kill -9: nothing runs after it."""
+        assert self.process is not None
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait(10)
+
+    def terminate(self) -> float:
+        """SIGTERM; return the seconds until the process exited."""
+        assert self.process is not None
+        started = time.monotonic()
+        self.process.send_signal(signal.SIGTERM)
+        self.process.wait(30)
+        return time.monotonic() - started
+
+    def ensure_stopped(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(10)

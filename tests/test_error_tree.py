@@ -1,0 +1,72 @@
+"""Every error a client can see is in one tree under `ParleyError`, each with its own code
+(issue #11: cleaner layers). A subclass may keep its parent's code only as a variant: the
+same answer with its own message (listed in VARIANTS, so adding one is a decision)."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections.abc import Iterator
+
+import parley
+from parley.errors import ParleyError
+
+VARIANTS = {
+    "ConversationNotStarted",  # conversation_not_found: a JWT's conversation starts on the socket
+    "JwksFetchError",  # jwks_unreachable, saying why the fetch failed
+    "SignInRefused",  # unauthorized, on the dashboard's sign-in form
+    "SignInThrottled",  # rate_limited, on the dashboard's sign-in form
+}
+"""Subclasses that keep their parent's code on purpose."""
+
+OUTSIDE_THE_TREE = {
+    "parley.jwt._codec.MalformedError": "caught inside the JWT codec, never escapes it",
+    "parley.services.token_check._Stop": "the token checker's control flow, never escapes it",
+    "parley.db.probe.DatabaseProbeFailed": "start-up: printed by the CLI, no client sees it",
+    "parley.stores.probe.RedisProbeFailed": "start-up: printed by the CLI, no client sees it",
+    "parley.web.session.CsrfRejected": "dashboard: answered with a page, not the envelope",
+    "parley.web.session.SignInRequired": "dashboard: answered with a redirect to sign-in",
+}
+
+
+def parley_exceptions() -> Iterator[type[BaseException]]:
+    for module in pkgutil.walk_packages(parley.__path__, "parley."):
+        if ".migrations" not in module.name and not module.name.endswith("__main__"):
+            importlib.import_module(module.name)
+    pending: list[type[BaseException]] = [BaseException]
+    seen: set[type[BaseException]] = set()
+    while pending:
+        for subclass in pending.pop().__subclasses__():
+            if subclass not in seen:
+                seen.add(subclass)
+                pending.append(subclass)
+                if subclass.__module__.startswith("parley."):
+                    yield subclass
+
+
+def test_error_tree_every_exception_is_a_parley_error_or_listed() -> None:
+    outside = {
+        f"{cls.__module__}.{cls.__qualname__}"
+        for cls in parley_exceptions()
+        if not issubclass(cls, ParleyError)
+    }
+    assert outside == set(OUTSIDE_THE_TREE)
+
+
+def test_error_tree_codes_unique_except_variants() -> None:
+    owners: dict[str, list[str]] = {}
+    for cls in {*parley_exceptions(), ParleyError}:
+        if issubclass(cls, ParleyError) and cls.__name__ not in VARIANTS:
+            owners.setdefault(cls.code, []).append(cls.__name__)
+    shared = {code: names for code, names in owners.items() if len(names) > 1}
+    assert shared == {}
+
+
+def test_error_tree_variants_keep_their_parents_code() -> None:
+    variants = [cls for cls in parley_exceptions() if cls.__name__ in VARIANTS]
+    assert {cls.__name__ for cls in variants} == VARIANTS
+    for cls in variants:
+        assert issubclass(cls, ParleyError)
+        parent = cls.__mro__[1]
+        assert issubclass(parent, ParleyError)
+        assert cls.code == parent.code, cls
