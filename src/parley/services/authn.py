@@ -22,6 +22,7 @@ Rules:
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -32,6 +33,7 @@ from parley.services import api_keys, session_tokens
 from parley.services.context import Context
 
 log = logging.getLogger(__name__)
+_WHITESPACE = re.compile(r"\s")  # the same characters as str.isspace, one C scan
 
 ANY_KIND: frozenset[CredentialKind] = frozenset({"api_key", "session_token", "jwt"})
 
@@ -66,7 +68,7 @@ def bearer_credential(header_values: Sequence[str]) -> str:
         raise MultipleCredentials()
     scheme, _, token = header_values[0].strip().partition(" ")
     token = token.strip()
-    if scheme.lower() != "bearer" or not token or any(c.isspace() for c in token):
+    if scheme.lower() != "bearer" or not token or _WHITESPACE.search(token):
         raise Unauthorized()
     if len(token) > credentials.MAX_CREDENTIAL_BYTES:
         raise jwt.InvalidToken()

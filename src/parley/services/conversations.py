@@ -74,10 +74,10 @@ async def get_conversation(
     WebSocket; the 404 then says so (ConversationNotStarted).
     """
     async with ctx.db.read() as session:
-        row = await conversation_repo.get_row(session, org_id, conversation_id)
-        if row is None:
-            raise ConversationNotStarted() if by_jwt else ConversationNotFound()
-        return await conversation_repo.load(session, row)
+        found = await conversation_repo.get(session, org_id, conversation_id)
+    if found is None:
+        raise ConversationNotStarted() if by_jwt else ConversationNotFound()
+    return found
 
 
 async def list_conversations(

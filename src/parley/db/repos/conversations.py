@@ -55,6 +55,24 @@ async def get_row(
     return await session.scalar(query.execution_options(populate_existing=True))
 
 
+async def get(session: AsyncSession, org_id: str, conversation_id: str) -> Conversation | None:
+    """Return the conversation with its agent's name and items, or None: two statements."""
+    if not is_valid_conversation_id(conversation_id):
+        return None
+    query = (
+        select(ConversationRow, AgentRow.name)
+        .outerjoin(AgentRow, AgentRow.id == ConversationRow.agent_id)
+        .where(ConversationRow.org_id == org_id, ConversationRow.id == conversation_id)
+        .execution_options(populate_existing=True)
+    )
+    found = (await session.execute(query)).first()
+    if found is None:
+        return None
+    row, agent_name = found
+    items = (await items_of(session, org_id, [conversation_id])).get(conversation_id, [])
+    return to_record(row, agent_name, items)
+
+
 async def load(session: AsyncSession, row: ConversationRow) -> Conversation:
     """Return the record of a conversation row, with its agent's name and its items."""
     agent_name = None
