@@ -88,3 +88,13 @@ def test_is_valid_conversation_id(conversation_id: str, valid: bool) -> None:
 )
 def test_has_control_characters(value: str, found: bool) -> None:
     assert has_control_characters(value) is found
+
+
+def test_control_characters_are_unicode_category_cc_exactly() -> None:
+    import sys
+    import unicodedata
+
+    for code in range(sys.maxunicode + 1):
+        char = chr(code)
+        expected = unicodedata.category(char) in {"Cc", "Cs"}  # Cs: an unpaired surrogate
+        assert has_control_characters(f"a{char}b") is expected, hex(code)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 import secrets
-import unicodedata
 from typing import Literal
 
 IdKind = Literal["org", "proj", "agent", "conv", "key", "sess"]
@@ -49,6 +48,10 @@ CONVERSATION_ID_RULE = (
 )
 
 
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+"""Unicode category Cc, all of it (a test compares it with `unicodedata`)."""
+
+
 def has_control_characters(value: str) -> bool:
     """Tell whether `value` holds a control character (Unicode Cc: C0, DEL, C1) or an
     unpaired surrogate: neither belongs in a name, an ID, an issuer or a URL."""
@@ -56,4 +59,4 @@ def has_control_characters(value: str) -> bool:
         value.encode("utf-8")
     except UnicodeEncodeError:
         return True
-    return any(unicodedata.category(c) == "Cc" for c in value)
+    return _CONTROL.search(value) is not None

@@ -15,10 +15,16 @@ from parley.services.paging import MAX_PAGE_SIZE
 from parley.text import Label
 
 
-def get_context(connection: HTTPConnection) -> Context:
+def context_of(connection: HTTPConnection) -> Context:
     """Return the services' context built by the app's lifespan."""
     context: Context = connection.app.state.context
     return context
+
+
+async def get_context(connection: HTTPConnection) -> Context:
+    """The context as a dependency: `async` because FastAPI runs a plain `def` dependency
+    in its thread pool, a thread hop per request for an attribute read."""
+    return context_of(connection)
 
 
 Ctx = Annotated[Context, Depends(get_context)]

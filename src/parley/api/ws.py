@@ -16,7 +16,7 @@ from typing import Any
 from fastapi import APIRouter, WebSocket
 from starlette.websockets import WebSocketDisconnect, WebSocketState
 
-from parley.api.deps import get_context
+from parley.api.deps import context_of
 from parley.api.errors import error_response
 from parley.engine import EngineFactory
 from parley.errors import MultipleCredentials, ParleyError
@@ -29,7 +29,7 @@ router = APIRouter()
 @router.websocket("/v1/sts/ws")
 async def conversation_socket(websocket: WebSocket) -> None:
     """Authenticate, accept, and run one conversation until either side closes."""
-    ctx = get_context(websocket)
+    ctx = context_of(websocket)
     query = websocket.query_params
     try:
         if len(query.getlist("jwt")) > 1 or len(query.getlist("session_token")) > 1:

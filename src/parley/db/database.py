@@ -6,7 +6,6 @@ import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from parley import metrics
@@ -112,10 +111,16 @@ class Database:
         """
         bound = self.timeouts.pool + self.timeouts.connect + self.timeouts.statement
         try:
-            async with asyncio.timeout(bound), self.read() as session:
-                await session.execute(text("SELECT 1"))
+            # A pooled connection, no ORM session: half the thread hops of `read()`.
+            async with asyncio.timeout(bound):
+                with translated():
+                    async with self.read_engine.connect() as connection:
+                        await connection.exec_driver_sql("SELECT 1")
         except TimeoutError:
             raise Unavailable(retry_after=RETRY_AFTER_SECONDS) from None
+        except Unavailable:
+            metrics.count_store_error("database")
+            raise
 
     async def dispose(self) -> None:
         """Close every pooled connection."""
