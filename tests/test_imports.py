@@ -1,10 +1,19 @@
 """Importing the JWT kernel or the services loads no Redis client (issue #11: `parley.stores`
-exports only its Protocols; the composition root picks the implementations)."""
+exports only its Protocols; the composition root picks the implementations), and services see
+records, never table rows."""
 
 from __future__ import annotations
 
+import ast
+import importlib
+import inspect
+import pkgutil
 import subprocess
 import sys
+from types import ModuleType
+
+import parley.services
+from parley.db.tables import Base
 
 
 def loaded_after(*modules: str) -> set[str]:
@@ -27,3 +36,32 @@ def test_imports_jwt_kernel_loads_no_redis() -> None:
 def test_imports_services_load_no_store_implementation() -> None:
     loaded = loaded_after("parley.services.authn", "parley.services.conversations")
     assert not {"redis", "parley.stores.redis", "parley.stores.memory"} & loaded
+
+
+def service_modules() -> list[ModuleType]:
+    prefix = parley.services.__name__ + "."
+    names = [info.name for info in pkgutil.walk_packages(parley.services.__path__, prefix)]
+    return [parley.services, *(importlib.import_module(name) for name in names)]
+
+
+def test_services_never_see_table_rows() -> None:
+    """Repositories hand services records; a row class reaching a service by any path (a
+    repository's re-export, an alias, an attribute) fails here. import-linter cannot see it:
+    its contract forbids importing `parley.db.tables` by that name only."""
+    rows = {mapper.class_.__name__ for mapper in Base.registry.mappers}
+    assert "AgentRow" in rows
+    found: list[str] = []
+    for module in service_modules():
+        found += [
+            f"{module.__name__}.{name}"
+            for name, value in vars(module).items()
+            if isinstance(value, type) and issubclass(value, Base)
+        ]
+        for node in ast.walk(ast.parse(inspect.getsource(module))):
+            if isinstance(node, ast.ImportFrom):
+                found += [
+                    f"{module.__name__}: import {a.name}" for a in node.names if a.name in rows
+                ]
+            elif isinstance(node, ast.Attribute) and node.attr in rows:
+                found.append(f"{module.__name__}:{node.lineno}: .{node.attr}")
+    assert found == []

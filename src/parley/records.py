@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Generic, TypeVar
@@ -121,6 +122,23 @@ class AgentPatch:
 class AgentRef:
     id: str
     name: str
+
+
+@dataclass(frozen=True, slots=True)
+class JwtConfig:
+    """An organization's stored JWT settings and the last good copy of its JWKS."""
+
+    org_id: str
+    audience: str
+    jwks_url: str | None
+    static_keys: tuple[Mapping[str, str], ...]
+    require_jti: bool
+    jwks_document: Mapping[str, Any] | None
+    jwks_document_url: str | None
+    """The URL `jwks_document` came from."""
+    jwks_fetched_at: float | None
+    jwks_max_age: int | None
+    jwks_error: str | None
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from parley.clock import utcnow
 from parley.db.repos import agents as agent_repo
 from parley.db.repos import projects as project_repo
-from parley.db.repos.agents import AgentRow
+from parley.db.repos.agents import AgentState
 from parley.db.session import Session
 from parley.errors import (
     AgentDisabled,
@@ -42,26 +42,26 @@ async def create_agent(
     """Create an agent in a project (default `main`)."""
     now = utcnow(ctx.clock)
     async with ctx.db.transaction(UNIQUE_VIOLATIONS) as session:
-        project_row = await project_repo.resolve(session, org_id, project or MAIN_PROJECT)
-        if await agent_repo.name_taken(session, project_row.id, spec.name):
+        in_project = await project_repo.resolve(session, org_id, project or MAIN_PROJECT)
+        if await agent_repo.name_taken(session, in_project.id, spec.name):
             raise NameTaken("An agent with this name already exists in the project.")
         await _refuse_taken_numbers(session, spec.phone_numbers, agent_id=None)
-        row = await agent_repo.insert(
+        agent = await agent_repo.insert(
             session,
             agent_id=new_id("agent"),
             org_id=org_id,
-            project_id=project_row.id,
+            project=in_project,
             spec=spec,
             now=now,
         )
-        await _record(session, ctx, row, actor, "agent.create", project=project_row.name)
-        return agent_repo.to_record(row, project_row.name, spec.phone_numbers)
+        await _record(session, ctx, agent, actor, "agent.create", project=in_project.name)
+        return agent
 
 
 async def get_agent(ctx: Context, *, org_id: str, ref: str, project: str | None) -> Agent:
     """Return the agent named (in `project`, default `main`) or identified by `ref`."""
     async with ctx.db.read() as session:
-        return await agent_repo.load(session, await find_agent_row(session, org_id, ref, project))
+        return await agent_repo.load(session, (await find_agent(session, org_id, ref, project)).id)
 
 
 async def list_agents(
@@ -81,18 +81,19 @@ async def update_agent(
 ) -> Agent:
     """Apply a partial update; refused with AgentDisabled while the agent is disabled."""
     async with ctx.db.transaction(UNIQUE_VIOLATIONS) as session:
-        row = await find_agent_row(session, org_id, ref, project, for_update=True)
-        if row.disabled_at is not None:
+        agent = await find_agent(session, org_id, ref, project, for_update=True)
+        if agent.disabled_at is not None:
             raise AgentDisabled("The agent is disabled: it cannot be updated.")
-        if not isinstance(patch.name, Unset) and patch.name != row.name:
-            if await agent_repo.name_taken(session, row.project_id, patch.name):
+        if not isinstance(patch.name, Unset) and patch.name != agent.name:
+            if await agent_repo.name_taken(session, agent.project_id, patch.name):
                 raise NameTaken("An agent with this name already exists in the project.")
         if not isinstance(patch.phone_numbers, Unset):
-            await _refuse_taken_numbers(session, patch.phone_numbers, agent_id=row.id)
-        await agent_repo.apply_patch(session, row, patch, now=utcnow(ctx.clock))
+            await _refuse_taken_numbers(session, patch.phone_numbers, agent_id=agent.id)
+        await agent_repo.apply_patch(session, agent.id, patch, now=utcnow(ctx.clock))
+        updated = await agent_repo.load(session, agent.id)
         fields = sorted(name for name in AgentPatch.__slots__ if not _unset(patch, name))
-        await _record(session, ctx, row, actor, "agent.update", fields=fields)
-        return await agent_repo.load(session, row)
+        await _record(session, ctx, updated, actor, "agent.update", fields=fields)
+        return updated
 
 
 async def delete_agent(
@@ -100,9 +101,9 @@ async def delete_agent(
 ) -> None:
     """Delete an agent and release its phone numbers."""
     async with ctx.db.transaction() as session:
-        row = await find_agent_row(session, org_id, ref, project)
-        await _record(session, ctx, row, actor, "agent.delete")
-        await agent_repo.delete_row(session, row)
+        agent = await find_agent(session, org_id, ref, project)
+        await _record(session, ctx, agent, actor, "agent.delete")
+        await agent_repo.delete_row(session, agent.id)
 
 
 async def disable_agent(
@@ -110,11 +111,11 @@ async def disable_agent(
 ) -> None:
     """Disable an agent (idempotent): it starts no conversation and takes no update."""
     async with ctx.db.transaction() as session:
-        row = await find_agent_row(session, org_id, ref, project, for_update=True)
-        changed = row.disabled_at is None
+        agent = await find_agent(session, org_id, ref, project, for_update=True)
+        changed = agent.disabled_at is None
         if changed:
-            await agent_repo.set_disabled(session, row, at=utcnow(ctx.clock))
-        await _record(session, ctx, row, actor, "agent.disable", changed=changed)
+            await agent_repo.set_disabled(session, agent.id, at=utcnow(ctx.clock))
+        await _record(session, ctx, agent, actor, "agent.disable", changed=changed)
 
 
 async def enable_agent(
@@ -122,11 +123,11 @@ async def enable_agent(
 ) -> None:
     """Enable an agent again (idempotent)."""
     async with ctx.db.transaction() as session:
-        row = await find_agent_row(session, org_id, ref, project, for_update=True)
-        changed = row.disabled_at is not None
+        agent = await find_agent(session, org_id, ref, project, for_update=True)
+        changed = agent.disabled_at is not None
         if changed:
-            await agent_repo.set_enabled(session, row, at=utcnow(ctx.clock))
-        await _record(session, ctx, row, actor, "agent.enable", changed=changed)
+            await agent_repo.set_enabled(session, agent.id, at=utcnow(ctx.clock))
+        await _record(session, ctx, agent, actor, "agent.enable", changed=changed)
 
 
 async def release_phone_numbers(
@@ -140,8 +141,8 @@ async def release_phone_numbers(
 ) -> Agent:
     """Release some (or, with None, all) of an agent's numbers; allowed while disabled."""
     async with ctx.db.transaction() as session:
-        row = await find_agent_row(session, org_id, ref, project, for_update=True)
-        current = (await agent_repo.phone_numbers_of(session, [row.id])).get(row.id, [])
+        agent = await find_agent(session, org_id, ref, project, for_update=True)
+        current = (await agent_repo.phone_numbers_of(session, [agent.id])).get(agent.id, [])
         if numbers is None:
             keep: list[str] = []
         else:
@@ -152,46 +153,51 @@ async def release_phone_numbers(
             keep = [number for number in current if number not in set(numbers)]
         if keep != current:
             await agent_repo.apply_patch(
-                session, row, AgentPatch(phone_numbers=tuple(keep)), now=utcnow(ctx.clock)
+                session, agent.id, AgentPatch(phone_numbers=tuple(keep)), now=utcnow(ctx.clock)
             )
         released = [number for number in current if number not in keep]
-        await _record(session, ctx, row, actor, "agent.release_numbers", phone_numbers=released)
-        return await agent_repo.load(session, row)
+        await _record(session, ctx, agent, actor, "agent.release_numbers", phone_numbers=released)
+        return await agent_repo.load(session, agent.id)
 
 
-async def find_agent_row(
+async def find_agent(
     session: Session,
     org_id: str,
     ref: str,
     project: str | None,
     *,
     for_update: bool = False,
-) -> AgentRow:
+) -> AgentState:
     """Find an agent by ID, or by name in `project` (default `main`).
 
     The project is consulted only for names (spec section 4.1); a name in a project that
     does not exist is an agent that does not exist.
     """
-    project_row = None
+    project_id = None
     if not looks_like_id(ref, "agent"):
         try:
-            project_row = await project_repo.resolve(session, org_id, project or MAIN_PROJECT)
+            project_id = (await project_repo.resolve(session, org_id, project or MAIN_PROJECT)).id
         except ProjectNotFound:
             raise AgentNotFound() from None
-    return await agent_repo.find(session, org_id, ref, project=project_row, for_update=for_update)
+    return await agent_repo.find(session, org_id, ref, project_id=project_id, for_update=for_update)
 
 
 async def _record(
-    session: Session, ctx: Context, row: AgentRow, actor: Actor, action: str, **details: object
+    session: Session,
+    ctx: Context,
+    agent: Agent | AgentState,
+    actor: Actor,
+    action: str,
+    **details: object,
 ) -> None:
     await audit.record(
         session,
         ctx,
-        org_id=row.org_id,
+        org_id=agent.org_id,
         actor=actor,
         action=action,
-        target=row.id,
-        details={"name": row.name, **details},
+        target=agent.id,
+        details={"name": agent.name, **details},
     )
 
 

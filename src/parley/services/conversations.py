@@ -18,7 +18,7 @@ from parley.errors import (
 from parley.ids import CONVERSATION_ID_RULE, is_valid_conversation_id, new_id
 from parley.records import Actor, Agent, Conversation, Page
 from parley.services import audit, revocations
-from parley.services.agents import find_agent_row
+from parley.services.agents import find_agent
 from parley.services.context import Context
 from parley.services.paging import page_of
 
@@ -47,18 +47,18 @@ async def create_conversation(
     if conversation_id is not None:
         check_conversation_id(conversation_id)
     async with ctx.db.transaction(conversation_repo.UNIQUE_VIOLATIONS) as session:
-        agent_row = await find_agent_row(session, org_id, agent, project)
-        if agent_row.disabled_at is not None:
+        found = await find_agent(session, org_id, agent, project)
+        if found.disabled_at is not None:
             raise AgentDisabled("The agent is disabled: it cannot start conversations.")
         new = conversation_id or new_id("conv")
         if await conversation_repo.get_row(session, org_id, new) is not None:
             raise ConversationExists()
-        agent_record = await agent_repo.load(session, agent_row)
+        agent_record = await agent_repo.load(session, found.id)
         row = await conversation_repo.create(
             session,
             org_id=org_id,
             conversation_id=new,
-            agent_id=agent_row.id,
+            agent_id=found.id,
             project=agent_record.project,
             at=utcnow(ctx.clock),
         )
@@ -94,7 +94,7 @@ async def list_conversations(
     async with ctx.db.read() as session:
         agent_id = None
         if agent is not None:
-            agent_id = (await find_agent_row(session, org_id, agent, project)).id
+            agent_id = (await find_agent(session, org_id, agent, project)).id
         found = await conversation_repo.list_page(
             session,
             org_id,
@@ -158,10 +158,10 @@ async def start_live(
     """
     now = utcnow(ctx.clock)
     async with ctx.db.transaction(conversation_repo.UNIQUE_VIOLATIONS) as session:
-        agent_row = await find_agent_row(session, org_id, agent, project, for_update=True)
-        if agent_row.disabled_at is not None:
+        found = await find_agent(session, org_id, agent, project, for_update=True)
+        if found.disabled_at is not None:
             raise AgentDisabled("The agent is disabled: it cannot start conversations.")
-        agent_record = await agent_repo.load(session, agent_row)
+        agent_record = await agent_repo.load(session, found.id)
         row = None
         if conversation_id is not None:
             row = await conversation_repo.get_row(session, org_id, conversation_id, for_update=True)
@@ -172,7 +172,7 @@ async def start_live(
                 session,
                 org_id=org_id,
                 conversation_id=conversation_id or new_id("conv"),
-                agent_id=agent_row.id,
+                agent_id=agent_record.id,
                 project=agent_record.project,
                 at=now,
             )
@@ -181,13 +181,13 @@ async def start_live(
                 raise ConversationEnded()
             if row.status == "live" and not create_if_missing:
                 raise ConversationExists("The conversation is already live.")
-            if row.agent_id not in (None, agent_row.id):
+            if row.agent_id not in (None, agent_record.id):
                 raise ValidationFailed(param_errors={"agent": "is not the conversation's agent"})
         # This instance's lease now covers the conversation (services/instances.py).
         await conversation_repo.go_live(
             session,
             row,
-            agent_id=agent_row.id,
+            agent_id=agent_record.id,
             project=agent_record.project,
             instance_id=ctx.instance.id,
             end_user=end_user,

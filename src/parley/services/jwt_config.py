@@ -22,11 +22,10 @@ from parley import jwt
 from parley.clock import Clock, utcnow
 from parley.db.database import Database
 from parley.db.repos import jwt_configs as config_repo
-from parley.db.repos.jwt_configs import JwtConfigRow
 from parley.db.session import Session
 from parley.errors import IssuerTaken, NotFound, ValidationFailed
 from parley.ids import has_control_characters
-from parley.records import Actor
+from parley.records import Actor, JwtConfig
 from parley.services import audit
 from parley.services.context import Context
 
@@ -95,15 +94,15 @@ class DatabaseKeySetStore:
 
     async def load(self, org_id: str) -> jwt.StoredJwks | None:
         async with self._db.read() as session:
-            row = await config_repo.get(session, org_id)
-        if row is None or row.jwks_document is None or row.jwks_document_url is None:
+            config = await config_repo.get(session, org_id)
+        if config is None or config.jwks_document is None or config.jwks_document_url is None:
             return None
         return jwt.StoredJwks(
-            url=row.jwks_document_url,
-            document=row.jwks_document,
-            fetched_at=row.jwks_fetched_at or 0.0,
-            max_age_seconds=row.jwks_max_age or 600,
-            error=row.jwks_error,
+            url=config.jwks_document_url,
+            document=config.jwks_document,
+            fetched_at=config.jwks_fetched_at or 0.0,
+            max_age_seconds=config.jwks_max_age or 600,
+            error=config.jwks_error,
         )
 
     async def save(self, org_id: str, jwks: jwt.StoredJwks) -> None:
@@ -156,8 +155,8 @@ class IssuerDirectory:
             return cached[1]
         async with self._db.read() as session:
             org_id = await config_repo.org_of_issuer(session, iss)
-            row = await config_repo.get(session, org_id) if org_id else None
-        policy = self._policy_of(row) if row is not None else None
+            config = await config_repo.get(session, org_id) if org_id else None
+        policy = self._policy_of(config) if config is not None else None
         self._policies[iss] = (now, policy)
         self._policies.move_to_end(iss)
         while len(self._policies) > POLICY_CACHE_SIZE:
@@ -176,30 +175,30 @@ class IssuerDirectory:
                 del self._policies[iss]
         self._cache.invalidate(org_id)
 
-    def _policy_of(self, row: JwtConfigRow) -> jwt.IssuerPolicy:
+    def _policy_of(self, config: JwtConfig) -> jwt.IssuerPolicy:
         return jwt.IssuerPolicy(
-            audience=row.audience,
-            keys=key_source_of(row),
+            audience=config.audience,
+            keys=key_source_of(config),
             max_lifetime_seconds=self._max_lifetime,
-            require_jti=row.require_jti,
+            require_jti=config.require_jti,
         )
 
 
-def key_source_of(row: JwtConfigRow) -> jwt.KeySource:
-    if row.jwks_url is not None:
-        return jwt.KeySource(org_id=row.org_id, jwks_url=row.jwks_url)
-    return jwt.KeySource(org_id=row.org_id, static_keys=tuple(row.static_keys))
+def key_source_of(config: JwtConfig) -> jwt.KeySource:
+    if config.jwks_url is not None:
+        return jwt.KeySource(org_id=config.org_id, jwks_url=config.jwks_url)
+    return jwt.KeySource(org_id=config.org_id, static_keys=config.static_keys)
 
 
 async def get_jwt_config(ctx: Context, *, org_id: str) -> JwtConfigView:
     """Return the organization's settings and the keys in force (an empty view if none)."""
     async with ctx.db.read() as session:
-        row = await config_repo.get(session, org_id)
+        config = await config_repo.get(session, org_id)
         issuers = await config_repo.issuers_of(session, org_id)
-    if row is None:
+    if config is None:
         return JwtConfigView((), ctx.jwt.default_audience, None, (), (), None, None, False)
-    view = await ctx.jwt.key_cache.view(key_source_of(row))
-    return _view(row, issuers, view)
+    view = await ctx.jwt.key_cache.view(key_source_of(config))
+    return _view(config, issuers, view)
 
 
 async def put_jwt_config(
@@ -268,9 +267,9 @@ async def refresh_jwks(ctx: Context, *, org_id: str, actor: Actor) -> JwtConfigV
     fails and the keys in force stay as they were.
     """
     async with ctx.db.transaction() as session:
-        row = await config_repo.get(session, org_id)
+        config = await config_repo.get(session, org_id)
         issuers = await config_repo.issuers_of(session, org_id)
-    if row is None:
+    if config is None:
         raise JwtNotConfigured()
 
     async def record(session: Session, org: str, outcome: Mapping[str, object]) -> None:
@@ -286,15 +285,15 @@ async def refresh_jwks(ctx: Context, *, org_id: str, actor: Actor) -> JwtConfigV
 
     try:
         view = await ctx.jwt.key_cache.refresh(
-            key_source_of(row), store=DatabaseKeySetStore(ctx.db, recorder=record)
+            key_source_of(config), store=DatabaseKeySetStore(ctx.db, recorder=record)
         )
     finally:
         ctx.jwt.issuers.forget(org_id)
     async with ctx.db.transaction() as session:
-        if row.jwks_url is None:  # static keys: nothing stored but the event
+        if config.jwks_url is None:  # static keys: nothing stored but the event
             await record(session, org_id, {"ok": True, "kids": [key.kid for key in view.keys]})
-        row = await config_repo.get(session, org_id) or row
-    return _view(row, issuers, view)
+        config = await config_repo.get(session, org_id) or config
+    return _view(config, issuers, view)
 
 
 def _distinct_issuers(issuers: Sequence[str]) -> list[str]:
@@ -319,16 +318,16 @@ def _import_static_keys(values: Sequence[object]) -> list[Mapping[str, str]]:
     return imported
 
 
-def _view(row: JwtConfigRow, issuers: Sequence[str], view: jwt.KeySetView) -> JwtConfigView:
-    source = "jwks" if row.jwks_url is not None else "static"
+def _view(config: JwtConfig, issuers: Sequence[str], view: jwt.KeySetView) -> JwtConfigView:
+    source = "jwks" if config.jwks_url is not None else "static"
     keys = tuple(KeyInForce(k.kid, k.kty, k.alg, source, jwt.thumbprint(k.jwk)) for k in view.keys)
     return JwtConfigView(
         issuers=tuple(issuers),
-        audience=row.audience,
-        jwks_url=row.jwks_url,
-        public_keys=tuple(row.static_keys),
+        audience=config.audience,
+        jwks_url=config.jwks_url,
+        public_keys=config.static_keys,
         keys=keys,
         jwks_fetched_at=view.fetched_at,
-        jwks_error=view.error if row.jwks_url is not None else None,
-        require_jti=row.require_jti,
+        jwks_error=view.error if config.jwks_url is not None else None,
+        require_jti=config.require_jti,
     )

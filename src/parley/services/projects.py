@@ -25,7 +25,7 @@ async def create_project(ctx: Context, *, org_id: str, name: str) -> Project:
 async def get_project(ctx: Context, *, org_id: str, ref: str) -> Project:
     """Return the project named or identified by `ref`."""
     async with ctx.db.read() as session:
-        return project_repo.to_record(await project_repo.resolve(session, org_id, ref))
+        return await project_repo.resolve(session, org_id, ref)
 
 
 async def list_projects(
@@ -40,9 +40,9 @@ async def list_projects(
 async def delete_project(ctx: Context, *, org_id: str, ref: str) -> None:
     """Delete an empty project other than `main`."""
     async with ctx.db.transaction() as session:
-        row = await project_repo.resolve(session, org_id, ref)
-        if row.name == MAIN_PROJECT:
+        project = await project_repo.resolve(session, org_id, ref)
+        if project.name == MAIN_PROJECT:
             raise ProjectProtected()
-        if await project_repo.has_agents(session, row.id):
+        if await project_repo.has_agents(session, project.id):
             raise ProjectNotEmpty()
-        await project_repo.delete(session, row)
+        await project_repo.delete_row(session, project.id)

@@ -4,18 +4,17 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import delete, select
+from sqlalchemy import delete, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from parley.db.pagination import paginate
 from parley.db.tables import AgentRow, PhoneNumberRow, ProjectRow
 from parley.errors import AgentNotFound, Forbidden, NameTaken, PhoneNumberTaken
 from parley.ids import looks_like_id
-from parley.records import Agent, AgentPatch, AgentSpec, Unset
-
-__all__ = ["AgentRow"]  # what `find` returns: services read it, never change it
+from parley.records import Agent, AgentPatch, AgentSpec, Project, Unset
 
 UNIQUE_VIOLATIONS = {
     "uq_agents_project_id_name": NameTaken,
@@ -23,6 +22,17 @@ UNIQUE_VIOLATIONS = {
     "pk_phone_numbers": PhoneNumberTaken,
     "phone_numbers.number": PhoneNumberTaken,
 }
+
+
+@dataclass(frozen=True, slots=True)
+class AgentState:
+    """What the rules of an agent read; changes go through this module, by ID."""
+
+    id: str
+    org_id: str
+    project_id: str
+    name: str
+    disabled_at: datetime | None
 
 
 def to_record(row: AgentRow, project_name: str, numbers: Sequence[str]) -> Agent:
@@ -43,13 +53,19 @@ def to_record(row: AgentRow, project_name: str, numbers: Sequence[str]) -> Agent
     )
 
 
-async def load(session: AsyncSession, row: AgentRow) -> Agent:
-    """Return the record of one agent row, with its project name and phone numbers."""
-    project_name = await session.scalar(
-        select(ProjectRow.name).where(ProjectRow.id == row.project_id)
+async def load(session: AsyncSession, agent_id: str) -> Agent:
+    """Return the record of one agent, with its project name and phone numbers."""
+    query = (
+        select(AgentRow, ProjectRow.name)
+        .join(ProjectRow, ProjectRow.id == AgentRow.project_id)
+        .where(AgentRow.id == agent_id)
     )
-    numbers = await phone_numbers_of(session, [row.id])
-    return to_record(row, project_name or "", numbers.get(row.id, []))
+    found = (await session.execute(query.execution_options(populate_existing=True))).first()
+    if found is None:
+        raise AgentNotFound()
+    row, project_name = found
+    numbers = await phone_numbers_of(session, [agent_id])
+    return to_record(row, project_name, numbers.get(agent_id, []))
 
 
 async def phone_numbers_of(session: AsyncSession, agent_ids: Sequence[str]) -> dict[str, list[str]]:
@@ -69,10 +85,10 @@ async def find(
     org_id: str,
     name_or_id: str,
     *,
-    project: ProjectRow | None,
+    project_id: str | None,
     for_update: bool = False,
-) -> AgentRow:
-    """Return the agent named `name_or_id` in `project`, or identified by it in any project.
+) -> AgentState:
+    """Return the agent named `name_or_id` in a project, or identified by it in any project.
 
     With `for_update`, the row is locked until the transaction ends, so that concurrent
     read-modify-write operations on one agent (update vs disable) run one after the other.
@@ -80,11 +96,11 @@ async def find(
     """
     if looks_like_id(name_or_id, "agent"):
         query = select(AgentRow).where(AgentRow.id == name_or_id)
-    elif project is None:
+    elif project_id is None:
         raise AgentNotFound()
     else:
         query = select(AgentRow).where(
-            AgentRow.project_id == project.id, AgentRow.name == name_or_id
+            AgentRow.project_id == project_id, AgentRow.name == name_or_id
         )
     if for_update:
         query = query.with_for_update()
@@ -93,7 +109,7 @@ async def find(
         raise AgentNotFound()
     if row.org_id != org_id:
         raise Forbidden()
-    return row
+    return AgentState(row.id, row.org_id, row.project_id, row.name, row.disabled_at)
 
 
 async def insert(
@@ -101,15 +117,15 @@ async def insert(
     *,
     agent_id: str,
     org_id: str,
-    project_id: str,
+    project: Project,
     spec: AgentSpec,
     now: datetime,
-) -> AgentRow:
-    """Insert a new agent row and its phone numbers."""
+) -> Agent:
+    """Insert a new agent and its phone numbers."""
     row = AgentRow(
         id=agent_id,
         org_id=org_id,
-        project_id=project_id,
+        project_id=project.id,
         name=spec.name,
         voice_id=spec.voice_id,
         system_prompt=spec.system_prompt,
@@ -123,7 +139,7 @@ async def insert(
     session.add(row)
     await session.flush()
     await replace_phone_numbers(session, row.id, spec.phone_numbers)
-    return row
+    return to_record(row, project.name, spec.phone_numbers)
 
 
 PATCHABLE_COLUMNS = (
@@ -137,28 +153,29 @@ PATCHABLE_COLUMNS = (
 
 
 async def apply_patch(
-    session: AsyncSession, row: AgentRow, patch: AgentPatch, *, now: datetime
+    session: AsyncSession, agent_id: str, patch: AgentPatch, *, now: datetime
 ) -> None:
-    """Write the set fields of `patch` to the (locked) agent row."""
-    for column in PATCHABLE_COLUMNS:
-        value = getattr(patch, column)
-        if not isinstance(value, Unset):
-            setattr(row, column, value)
+    """Write the set fields of `patch` to the agent (locked by `find(..., for_update=True)`)."""
+    changes = {
+        column: value
+        for column in PATCHABLE_COLUMNS
+        if not isinstance(value := getattr(patch, column), Unset)
+    }
+    await _set(session, agent_id, **changes, updated_at=now)
     if not isinstance(patch.phone_numbers, Unset):
-        await replace_phone_numbers(session, row.id, patch.phone_numbers)
-    row.updated_at = now
-    await session.flush()
+        await replace_phone_numbers(session, agent_id, patch.phone_numbers)
 
 
-async def set_disabled(session: AsyncSession, row: AgentRow, *, at: datetime) -> None:
-    row.disabled_at = row.updated_at = at
-    await session.flush()
+async def set_disabled(session: AsyncSession, agent_id: str, *, at: datetime) -> None:
+    await _set(session, agent_id, disabled_at=at, updated_at=at)
 
 
-async def set_enabled(session: AsyncSession, row: AgentRow, *, at: datetime) -> None:
-    row.disabled_at = None
-    row.updated_at = at
-    await session.flush()
+async def set_enabled(session: AsyncSession, agent_id: str, *, at: datetime) -> None:
+    await _set(session, agent_id, disabled_at=None, updated_at=at)
+
+
+async def _set(session: AsyncSession, agent_id: str, **values: object) -> None:
+    await session.execute(update(AgentRow).where(AgentRow.id == agent_id).values(**values))
 
 
 async def name_taken(session: AsyncSession, project_id: str, name: str) -> bool:
@@ -211,6 +228,6 @@ async def list_page(
     return [to_record(row, name, numbers.get(row.id, [])) for row, name in rows]
 
 
-async def delete_row(session: AsyncSession, row: AgentRow) -> None:
-    await session.delete(row)
-    await session.flush()
+async def delete_row(session: AsyncSession, agent_id: str) -> None:
+    """Delete an agent; its phone numbers go with it (ON DELETE CASCADE)."""
+    await session.execute(delete(AgentRow).where(AgentRow.id == agent_id))

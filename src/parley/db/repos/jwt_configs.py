@@ -11,13 +11,32 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from parley.db.tables import JwtConfigRow, JwtIssuerRow
 from parley.errors import IssuerTaken
-
-__all__ = ["JwtConfigRow"]  # what `get` returns: services read it, never change it
+from parley.records import JwtConfig
 
 UNIQUE_VIOLATIONS = {"pk_jwt_issuers": IssuerTaken, "jwt_issuers.issuer": IssuerTaken}
 
 
-async def get(session: AsyncSession, org_id: str) -> JwtConfigRow | None:
+def to_record(row: JwtConfigRow) -> JwtConfig:
+    return JwtConfig(
+        org_id=row.org_id,
+        audience=row.audience,
+        jwks_url=row.jwks_url,
+        static_keys=tuple(row.static_keys),
+        require_jti=row.require_jti,
+        jwks_document=row.jwks_document,
+        jwks_document_url=row.jwks_document_url,
+        jwks_fetched_at=row.jwks_fetched_at,
+        jwks_max_age=row.jwks_max_age,
+        jwks_error=row.jwks_error,
+    )
+
+
+async def get(session: AsyncSession, org_id: str) -> JwtConfig | None:
+    row = await _row(session, org_id)
+    return to_record(row) if row is not None else None
+
+
+async def _row(session: AsyncSession, org_id: str) -> JwtConfigRow | None:
     return await session.get(JwtConfigRow, org_id, populate_existing=True)
 
 
@@ -64,7 +83,7 @@ async def replace(
     await session.execute(delete(JwtIssuerRow).where(JwtIssuerRow.org_id == org_id))
     await session.flush()
     session.add_all(JwtIssuerRow(issuer=issuer, org_id=org_id) for issuer in issuers)
-    row = await get(session, org_id)
+    row = await _row(session, org_id)
     if row is None:
         row = JwtConfigRow(org_id=org_id)
         session.add(row)
@@ -91,7 +110,7 @@ async def save_jwks(
     max_age: int,
 ) -> None:
     """Store a good JWKS fetch, if the organization still uses that URL."""
-    row = await get(session, org_id)
+    row = await _row(session, org_id)
     if row is None or row.jwks_url != url:
         return
     row.jwks_document = dict(document)
@@ -103,7 +122,7 @@ async def save_jwks(
 
 
 async def save_jwks_error(session: AsyncSession, org_id: str, *, url: str, error: str) -> None:
-    row = await get(session, org_id)
+    row = await _row(session, org_id)
     if row is None or row.jwks_url != url:
         return
     row.jwks_error = error

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sqlalchemy import exists, select
+from sqlalchemy import delete, exists, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from parley.db.pagination import paginate
@@ -30,7 +30,7 @@ async def insert(session: AsyncSession, project: Project) -> None:
     await session.flush()
 
 
-async def resolve(session: AsyncSession, org_id: str, name_or_id: str) -> ProjectRow:
+async def resolve(session: AsyncSession, org_id: str, name_or_id: str) -> Project:
     """Return the organization's project named or identified by `name_or_id`.
 
     Raises ProjectNotFound, or Forbidden when the ID belongs to another organization.
@@ -41,13 +41,13 @@ async def resolve(session: AsyncSession, org_id: str, name_or_id: str) -> Projec
             raise ProjectNotFound()
         if row.org_id != org_id:
             raise Forbidden()
-        return row
+        return to_record(row)
     row = await session.scalar(
         select(ProjectRow).where(ProjectRow.org_id == org_id, ProjectRow.name == name_or_id)
     )
     if row is None:
         raise ProjectNotFound()
-    return row
+    return to_record(row)
 
 
 async def name_taken(session: AsyncSession, org_id: str, name: str) -> bool:
@@ -75,6 +75,5 @@ async def list_page(
     return [to_record(row) for row in await session.scalars(query)]
 
 
-async def delete(session: AsyncSession, row: ProjectRow) -> None:
-    await session.delete(row)
-    await session.flush()
+async def delete_row(session: AsyncSession, project_id: str) -> None:
+    await session.execute(delete(ProjectRow).where(ProjectRow.id == project_id))
