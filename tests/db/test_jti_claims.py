@@ -6,12 +6,15 @@ from __future__ import annotations
 import asyncio
 import secrets
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
+from sqlalchemy import event
 from tests.stores.conftest import ManualClock
 
 from parley.db.database import Database
 from parley.db.jti_claims import DatabaseReplayGuard
+from parley.errors import Unavailable
 
 pytestmark = pytest.mark.anyio
 
@@ -90,3 +93,49 @@ async def test_jti_claims_purge_drops_only_expired(database: Database, clock: Ma
     clock.advance(2)
     assert await guard.purge() >= 1
     assert not await guard.claim(fresh, expires_at=clock.time() + 600, issued_at=clock.time())
+
+
+async def test_jti_claims_group_commit_a_burst_shares_transactions(
+    database: Database, clock: ManualClock
+) -> None:
+    """Claims that arrive while one is being written wait for the next transaction, which
+    records them all: 64 new keys take a few statements, not 64, and each is won."""
+    inserts: list[str] = []
+
+    def record(_conn: object, _cursor: object, statement: str, *_args: object) -> None:
+        if statement.lstrip().upper().startswith("INSERT INTO JTI_CLAIMS"):
+            inserts.append(statement)
+
+    guard, names = DatabaseReplayGuard(database, clock), [key() for _ in range(64)]
+    expires_at = clock.time() + 60
+    event.listen(database.engine.sync_engine, "before_cursor_execute", record)
+    try:
+        won = await asyncio.gather(
+            *(guard.claim(n, expires_at=expires_at, issued_at=clock.time()) for n in names)
+        )
+    finally:
+        event.remove(database.engine.sync_engine, "before_cursor_execute", record)
+    assert won == [True] * 64
+    assert 1 <= len(inserts) <= 4, len(inserts)
+    replays = [guard.claim(n, expires_at=expires_at, issued_at=clock.time()) for n in names]
+    assert await asyncio.gather(*replays) == [False] * 64
+
+
+async def test_jti_claims_group_commit_database_down_every_waiting_claim_fails(
+    clock: ManualClock, tmp_path: Path
+) -> None:
+    """A batch whose transaction fails answers each of its claims with the failure (503),
+    and the next claim is tried afresh."""
+    broken = Database.from_url(f"sqlite+aiosqlite:///{tmp_path / 'missing' / 'none.db'}")
+    try:
+        guard = DatabaseReplayGuard(broken, clock)
+        claims = [
+            guard.claim(key(), expires_at=clock.time() + 60, issued_at=clock.time())
+            for _ in range(5)
+        ]
+        outcomes = await asyncio.gather(*claims, return_exceptions=True)
+        assert [type(o) for o in outcomes] == [Unavailable] * 5
+        with pytest.raises(Unavailable):
+            await guard.claim(key(), expires_at=clock.time() + 60, issued_at=clock.time())
+    finally:
+        await broken.dispose()
