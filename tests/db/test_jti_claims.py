@@ -126,7 +126,9 @@ async def test_jti_claims_group_commit_database_down_every_waiting_claim_fails(
 ) -> None:
     """A batch whose transaction fails answers each of its claims with the failure (503),
     and the next claim is tried afresh."""
-    broken = Database.from_url(f"sqlite+aiosqlite:///{tmp_path / 'missing' / 'none.db'}")
+    garbage = tmp_path / "broken.db"
+    garbage.write_bytes(b"this is not a database" * 100)
+    broken = Database.from_url(f"sqlite+aiosqlite:///{garbage}")
     try:
         guard = DatabaseReplayGuard(broken, clock)
         claims = [
