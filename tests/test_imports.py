@@ -10,8 +10,10 @@ import inspect
 import pkgutil
 import subprocess
 import sys
+import typing
 from types import ModuleType
 
+import parley.db.repos
 import parley.services
 from parley.db.tables import Base
 
@@ -64,4 +66,40 @@ def test_services_never_see_table_rows() -> None:
                 ]
             elif isinstance(node, ast.Attribute) and node.attr in rows:
                 found.append(f"{module.__name__}:{node.lineno}: .{node.attr}")
+    assert found == []
+
+
+def mentioned_types(hint: object) -> list[type]:
+    """The classes a type hint names, inside unions and generics."""
+    found = [hint] if isinstance(hint, type) else []
+    for arg in typing.get_args(hint):
+        found += mentioned_types(arg)
+    origin = typing.get_origin(hint)
+    return [*found, origin] if isinstance(origin, type) else found
+
+
+def repository_modules() -> list[ModuleType]:
+    prefix = parley.db.repos.__name__ + "."
+    names = [info.name for info in pkgutil.walk_packages(parley.db.repos.__path__, prefix)]
+    return [importlib.import_module(name) for name in names]
+
+
+def test_repositories_return_records() -> None:
+    """No public repository function is annotated to return a table row: services get
+    records, and row changes stay in the repository, by ID."""
+    modules = repository_modules()
+    assert "parley.db.repos.conversations" in {module.__name__ for module in modules}
+    found: list[str] = []
+    for module in modules:
+        for name, value in vars(module).items():
+            if name.startswith("_") or not inspect.isfunction(value):
+                continue
+            if value.__module__ != module.__name__:
+                continue
+            returned = typing.get_type_hints(value).get("return")
+            found += [
+                f"{module.__name__}.{name} -> {kind.__name__}"
+                for kind in mentioned_types(returned)
+                if issubclass(kind, Base)
+            ]
     assert found == []

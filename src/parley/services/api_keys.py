@@ -63,13 +63,13 @@ async def revoke_api_key(ctx: Context, *, org_id: str, key_id: str, actor: Actor
     """Revoke a key: it stops working on the next request, on every instance, and the
     dashboard sessions it opened end."""
     async with ctx.db.transaction() as session:
-        row = await key_repo.get_active(session, key_id)
-        if row is None:
+        key = await key_repo.get_active(session, key_id)
+        if key is None:
             raise ApiKeyNotFound()
-        if row.org_id != org_id:
+        if key.org_id != org_id:
             raise Forbidden()
         now = utcnow(ctx.clock)
-        await key_repo.revoke(session, row, at=now)
+        await key_repo.revoke(session, key_id, at=now)
         await session_repo.end_for_key(session, key_id, at=now)
         await audit.record(
             session,
@@ -78,7 +78,7 @@ async def revoke_api_key(ctx: Context, *, org_id: str, key_id: str, actor: Actor
             actor=actor,
             action="api_key.revoke",
             target=key_id,
-            details={"name": row.name, "last4": row.last4},
+            details={"name": key.name, "last4": key.last4},
         )
         # Instances that cached the key learn of it at once (services/credential_cache.py).
         pending = await revocations.queue(

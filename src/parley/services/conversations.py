@@ -51,10 +51,10 @@ async def create_conversation(
         if found.disabled_at is not None:
             raise AgentDisabled("The agent is disabled: it cannot start conversations.")
         new = conversation_id or new_id("conv")
-        if await conversation_repo.get_row(session, org_id, new) is not None:
+        if await conversation_repo.find(session, org_id, new) is not None:
             raise ConversationExists()
         agent_record = await agent_repo.load(session, found.id)
-        row = await conversation_repo.create(
+        created = await conversation_repo.create(
             session,
             org_id=org_id,
             conversation_id=new,
@@ -62,7 +62,7 @@ async def create_conversation(
             project=agent_record.project,
             at=utcnow(ctx.clock),
         )
-        return await conversation_repo.load(session, row)
+        return await conversation_repo.load(session, created)
 
 
 async def get_conversation(
@@ -112,11 +112,10 @@ async def end_conversation(
 ) -> None:
     """End a conversation (idempotent); its live WebSocket closes with 1000."""
     async with ctx.db.transaction() as session:
-        row = await conversation_repo.get_row(session, org_id, conversation_id, for_update=True)
-        if row is None:
+        found = await conversation_repo.find(session, org_id, conversation_id, for_update=True)
+        if found is None:
             raise ConversationNotFound()
-        was = row.status
-        await conversation_repo.end(session, row, at=utcnow(ctx.clock))
+        await conversation_repo.end(session, found, at=utcnow(ctx.clock))
         await audit.record(
             session,
             ctx,
@@ -124,7 +123,7 @@ async def end_conversation(
             actor=actor,
             action="conversation.end",
             target=conversation_id,
-            details={"was": was},
+            details={"was": found.status},
         )
         pending = await revocations.queue(
             session,
@@ -162,13 +161,13 @@ async def start_live(
         if found.disabled_at is not None:
             raise AgentDisabled("The agent is disabled: it cannot start conversations.")
         agent_record = await agent_repo.load(session, found.id)
-        row = None
+        state = None
         if conversation_id is not None:
-            row = await conversation_repo.get_row(session, org_id, conversation_id, for_update=True)
-            if row is None and not create_if_missing:
+            state = await conversation_repo.find(session, org_id, conversation_id, for_update=True)
+            if state is None and not create_if_missing:
                 raise ConversationNotFound()
-        if row is None:
-            row = await conversation_repo.create(
+        if state is None:
+            state = await conversation_repo.create(
                 session,
                 org_id=org_id,
                 conversation_id=conversation_id or new_id("conv"),
@@ -177,23 +176,23 @@ async def start_live(
                 at=now,
             )
         else:
-            if row.status == "ended":
+            if state.status == "ended":
                 raise ConversationEnded()
-            if row.status == "live" and not create_if_missing:
+            if state.status == "live" and not create_if_missing:
                 raise ConversationExists("The conversation is already live.")
-            if row.agent_id not in (None, agent_record.id):
+            if state.agent_id not in (None, agent_record.id):
                 raise ValidationFailed(param_errors={"agent": "is not the conversation's agent"})
         # This instance's lease now covers the conversation (services/instances.py).
-        await conversation_repo.go_live(
+        state = await conversation_repo.go_live(
             session,
-            row,
+            state,
             agent_id=agent_record.id,
             project=agent_record.project,
             instance_id=ctx.instance.id,
             end_user=end_user,
             at=now,
         )
-        live = await conversation_repo.load(session, row), agent_record
+        live = await conversation_repo.load(session, state), agent_record
     metrics.conversation_went_live()
     return live
 
@@ -201,10 +200,10 @@ async def start_live(
 async def check_can_open(ctx: Context, *, org_id: str, conversation_id: str) -> None:
     """Refuse a handshake for a conversation that does not exist, or that has ended."""
     async with ctx.db.read() as session:
-        row = await conversation_repo.get_row(session, org_id, conversation_id)
-    if row is None:
+        found = await conversation_repo.find(session, org_id, conversation_id)
+    if found is None:
         raise ConversationNotFound()
-    if row.status == "ended":
+    if found.status == "ended":
         raise ConversationEnded()
 
 
@@ -212,9 +211,9 @@ async def finish_live(ctx: Context, *, org_id: str, conversation_id: str) -> Non
     """Mark a conversation ended when its socket closes (its start_live succeeded)."""
     metrics.conversation_ended()
     async with ctx.db.transaction() as session:
-        row = await conversation_repo.get_row(session, org_id, conversation_id, for_update=True)
-        if row is not None:
-            await conversation_repo.end(session, row, at=utcnow(ctx.clock))
+        found = await conversation_repo.find(session, org_id, conversation_id, for_update=True)
+        if found is not None:
+            await conversation_repo.end(session, found, at=utcnow(ctx.clock))
 
 
 async def add_item(
@@ -237,7 +236,7 @@ async def set_external_id(
 ) -> None:
     """Attach the customer's own reference to a conversation."""
     async with ctx.db.transaction() as session:
-        row = await conversation_repo.get_row(session, org_id, conversation_id, for_update=True)
-        if row is None:
+        found = await conversation_repo.find(session, org_id, conversation_id, for_update=True)
+        if found is None:
             raise ConversationNotFound()
-        await conversation_repo.set_external_id(session, row, external_id)
+        await conversation_repo.set_external_id(session, found, external_id)

@@ -116,39 +116,40 @@ async def resume(ctx: Context, *, session_id: str) -> DashboardSession | None:
         return None
     now = utcnow(ctx.clock)
     async with ctx.db.transaction() as session:
-        row = await session_repo.find_live(
+        live = await session_repo.find_live(
             session,
             credentials.hash_secret(session_id),
             now=now,
             idle_since=now - timedelta(seconds=IDLE_SECONDS),
         )
-        if row is None:
+        if live is None:
             return None
-        if (now - row.last_seen_at).total_seconds() >= TOUCH_EVERY_SECONDS:
-            await session_repo.touch(session, row, at=now)
-        return session_repo.to_record(row)
+        if (now - live.last_seen_at).total_seconds() >= TOUCH_EVERY_SECONDS:
+            await session_repo.touch(session, live.id_hash, at=now)
+        return live.record
 
 
 async def sign_out(ctx: Context, *, session_id: str, client: Actor) -> None:
     """End the session on the server (idempotent)."""
     now = utcnow(ctx.clock)
     async with ctx.db.transaction() as session:
-        row = await session_repo.find_live(
+        live = await session_repo.find_live(
             session,
             credentials.hash_secret(session_id),
             now=now,
             idle_since=now - timedelta(seconds=IDLE_SECONDS),
         )
-        if row is None:
+        if live is None:
             return
-        await session_repo.end(session, row, at=now)
+        await session_repo.end(session, live.id_hash, at=now)
+        opened = live.record
         await audit.record(
             session,
             ctx,
-            org_id=row.org_id,
-            actor=_as_dashboard(client, row.api_key_id),
+            org_id=opened.org_id,
+            actor=_as_dashboard(client, opened.api_key_id),
             action="dashboard.sign_out",
-            target=row.api_key_id,
+            target=opened.api_key_id,
         )
 
 

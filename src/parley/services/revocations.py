@@ -37,10 +37,10 @@ async def queue(
     session: Session, ctx: DatabaseContext, credential_id: str, *, expires_at: float
 ) -> Pending:
     """Queue a revocation inside the transaction of the change it announces."""
-    row = await pending_repo.add(
+    queued = await pending_repo.add(
         session, credential_id, expires_at=expires_at, at=utcnow(ctx.clock)
     )
-    return Pending(row.id, credential_id, expires_at)
+    return Pending(queued.id, credential_id, expires_at)
 
 
 async def publish(ctx: Context, pending: Pending) -> bool:
@@ -62,8 +62,8 @@ async def publish(ctx: Context, pending: Pending) -> bool:
 async def publish_pending(ctx: Context) -> int:
     """Publish what waits (oldest first); return how many. Raises Unavailable if a store is."""
     async with ctx.db.read() as session:
-        rows = await pending_repo.oldest(session, limit=PUBLISH_BATCH)
-        waiting = [Pending(row.id, row.credential_id, row.expires_at) for row in rows]
+        queued = await pending_repo.oldest(session, limit=PUBLISH_BATCH)
+    waiting = [Pending(entry.id, entry.credential_id, entry.expires_at) for entry in queued]
     for entry in waiting:
         await ctx.revocations.revoke(entry.credential_id, expires_at=entry.expires_at)
     if waiting:

@@ -74,12 +74,12 @@ async def create_session_token(
 async def revoke_session_token(ctx: Context, *, org_id: str, token_id: str, actor: Actor) -> None:
     """Revoke a token: refused on the next request everywhere; live sockets close."""
     async with ctx.db.transaction() as session:
-        row = await token_repo.get_row(session, token_id)
-        if row is None:
+        token = await token_repo.get(session, token_id)
+        if token is None:
             raise SessionTokenNotFound()
-        if row.org_id != org_id:
+        if token.org_id != org_id:
             raise Forbidden()
-        await token_repo.revoke(session, row, at=utcnow(ctx.clock))
+        await token_repo.revoke(session, token, at=utcnow(ctx.clock))
         await audit.record(
             session,
             ctx,
@@ -89,7 +89,7 @@ async def revoke_session_token(ctx: Context, *, org_id: str, token_id: str, acto
             target=token_id,
         )
         pending = await revocations.queue(
-            session, ctx, token_id, expires_at=row.expires_at.timestamp()
+            session, ctx, token_id, expires_at=token.expires_at.timestamp()
         )
     await revocations.publish(ctx, pending)
 

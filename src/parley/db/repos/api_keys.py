@@ -2,14 +2,24 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from parley.db.pagination import paginate
 from parley.db.tables import ApiKeyRow
 from parley.records import ApiKey
+
+
+@dataclass(frozen=True, slots=True)
+class ApiKeyState:
+    """A key found by its secret, revoked or not: what a sign-in reads."""
+
+    id: str
+    org_id: str
+    revoked_at: datetime | None
 
 
 def to_record(row: ApiKeyRow) -> ApiKey:
@@ -48,10 +58,12 @@ async def find_active_by_hash(session: AsyncSession, secret_hash: str) -> ApiKey
     return to_record(row) if row else None
 
 
-async def get_active(session: AsyncSession, key_id: str) -> ApiKeyRow | None:
-    return await session.scalar(
+async def get_active(session: AsyncSession, key_id: str) -> ApiKey | None:
+    """Return the key with this ID unless it is revoked."""
+    row = await session.scalar(
         select(ApiKeyRow).where(ApiKeyRow.id == key_id, ApiKeyRow.revoked_at.is_(None))
     )
+    return to_record(row) if row else None
 
 
 async def list_page(
@@ -64,11 +76,14 @@ async def list_page(
     return [to_record(row) for row in await session.scalars(query)]
 
 
-async def revoke(session: AsyncSession, row: ApiKeyRow, *, at: datetime) -> None:
-    row.revoked_at = at
-    await session.flush()
+async def revoke(session: AsyncSession, key_id: str, *, at: datetime) -> None:
+    await session.execute(update(ApiKeyRow).where(ApiKeyRow.id == key_id).values(revoked_at=at))
 
 
-async def find_any_by_hash(session: AsyncSession, secret_hash: str) -> ApiKeyRow | None:
+async def find_any_by_hash(session: AsyncSession, secret_hash: str) -> ApiKeyState | None:
     """Return the key whose secret hashes to `secret_hash`, revoked or not."""
-    return await session.scalar(select(ApiKeyRow).where(ApiKeyRow.secret_hash == secret_hash))
+    query = select(ApiKeyRow.id, ApiKeyRow.org_id, ApiKeyRow.revoked_at).where(
+        ApiKeyRow.secret_hash == secret_hash
+    )
+    found = (await session.execute(query)).first()
+    return ApiKeyState(*found) if found else None

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import dataclass, fields, replace
 from datetime import datetime
 
-from sqlalchemy import and_, or_, select, update
+from sqlalchemy import and_, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from parley.db.pagination import paginate
@@ -21,8 +22,47 @@ UNIQUE_VIOLATIONS = {
 }
 
 
+@dataclass(frozen=True, slots=True)
+class ConversationState:
+    """A conversation's columns, as the rules of its life read them; changes go through this
+    module, by ID."""
+
+    org_id: str
+    id: str
+    agent_id: str | None
+    project_name: str | None
+    status: str
+    end_user: str | None
+    external_id: str | None
+    started_at: datetime | None
+    ended_at: datetime | None
+    created_at: datetime
+    instance_id: str | None
+
+
+COLUMNS = tuple(field.name for field in fields(ConversationState))
+
+
+def to_state(row: ConversationRow) -> ConversationState:
+    return ConversationState(
+        org_id=row.org_id,
+        id=row.id,
+        agent_id=row.agent_id,
+        project_name=row.project_name,
+        status=row.status,
+        end_user=row.end_user,
+        external_id=row.external_id,
+        started_at=row.started_at,
+        ended_at=row.ended_at,
+        created_at=row.created_at,
+        instance_id=row.instance_id,
+    )
+
+
 def to_record(
-    row: ConversationRow, agent_name: str | None, items: Sequence[ConversationItem]
+    row: ConversationRow | ConversationState,
+    agent_name: str | None,
+    items: Sequence[ConversationItem],
 ) -> Conversation:
     agent = AgentRef(id=row.agent_id, name=agent_name) if row.agent_id and agent_name else None
     return Conversation(
@@ -40,11 +80,15 @@ def to_record(
     )
 
 
-async def get_row(
+async def find(
     session: AsyncSession, org_id: str, conversation_id: str, *, for_update: bool = False
-) -> ConversationRow | None:
-    """Return the conversation row, or None; an ID that breaks the rule names none (and
-    never reaches the database, which may not even accept it)."""
+) -> ConversationState | None:
+    """Return the conversation's state, or None; an ID that breaks the rule names none (and
+    never reaches the database, which may not even accept it).
+
+    With `for_update`, the row is locked until the transaction ends: later changes through
+    this module (go_live, end, set_external_id) run under that lock.
+    """
     if not is_valid_conversation_id(conversation_id):
         return None
     query = select(ConversationRow).where(
@@ -52,7 +96,8 @@ async def get_row(
     )
     if for_update:
         query = query.with_for_update()
-    return await session.scalar(query.execution_options(populate_existing=True))
+    row = await session.scalar(query.execution_options(populate_existing=True))
+    return None if row is None else to_state(row)
 
 
 async def get(session: AsyncSession, org_id: str, conversation_id: str) -> Conversation | None:
@@ -73,13 +118,15 @@ async def get(session: AsyncSession, org_id: str, conversation_id: str) -> Conve
     return to_record(row, agent_name, items)
 
 
-async def load(session: AsyncSession, row: ConversationRow) -> Conversation:
-    """Return the record of a conversation row, with its agent's name and its items."""
+async def load(session: AsyncSession, state: ConversationState) -> Conversation:
+    """Return the record of a conversation, with its agent's name and its items."""
     agent_name = None
-    if row.agent_id:
-        agent_name = await session.scalar(select(AgentRow.name).where(AgentRow.id == row.agent_id))
-    items = (await items_of(session, row.org_id, [row.id])).get(row.id, [])
-    return to_record(row, agent_name, items)
+    if state.agent_id:
+        agent_name = await session.scalar(
+            select(AgentRow.name).where(AgentRow.id == state.agent_id)
+        )
+    items = (await items_of(session, state.org_id, [state.id])).get(state.id, [])
+    return to_record(state, agent_name, items)
 
 
 async def items_of(
@@ -109,9 +156,9 @@ async def create(
     agent_id: str,
     project: str | None,
     at: datetime,
-) -> ConversationRow:
+) -> ConversationState:
     """Insert a `pending` conversation of an agent."""
-    row = ConversationRow(
+    state = ConversationState(
         org_id=org_id,
         id=conversation_id,
         agent_id=agent_id,
@@ -124,42 +171,66 @@ async def create(
         created_at=at,
         instance_id=None,
     )
-    session.add(row)
-    await session.flush()
-    return row
+    await session.execute(insert(ConversationRow).values(**_columns(state)))
+    return state
 
 
 async def go_live(
     session: AsyncSession,
-    row: ConversationRow,
+    state: ConversationState,
     *,
     agent_id: str,
     project: str | None,
     instance_id: str,
     end_user: str | None,
     at: datetime,
-) -> None:
-    """Make a conversation `live`, served by `instance_id`; keep a first start and end user."""
-    row.agent_id = agent_id
-    row.project_name = project
-    row.status = "live"
-    row.instance_id = instance_id
-    row.started_at = row.started_at or at
-    row.end_user = row.end_user or end_user
-    await session.flush()
+) -> ConversationState:
+    """Make a conversation `live`, served by `instance_id`; keep a first start and end user.
+
+    `state` is current (found with `for_update`, or just created): the new state follows
+    from it, and nothing is written when nothing changes.
+    """
+    new = replace(
+        state,
+        agent_id=agent_id,
+        project_name=project,
+        status="live",
+        instance_id=instance_id,
+        started_at=state.started_at or at,
+        end_user=state.end_user or end_user,
+    )
+    await _write_changes(session, state, new)
+    return new
 
 
-async def end(session: AsyncSession, row: ConversationRow, *, at: datetime) -> None:
+async def end(session: AsyncSession, state: ConversationState, *, at: datetime) -> None:
     """Mark a conversation `ended` at `at`, unless it already is (idempotent)."""
-    if row.status != "ended":
-        row.status = "ended"
-        row.ended_at = at
-        await session.flush()
+    if state.status != "ended":
+        await _write_changes(session, state, replace(state, status="ended", ended_at=at))
 
 
-async def set_external_id(session: AsyncSession, row: ConversationRow, external_id: str) -> None:
-    row.external_id = external_id
-    await session.flush()
+async def set_external_id(
+    session: AsyncSession, state: ConversationState, external_id: str
+) -> None:
+    await _write_changes(session, state, replace(state, external_id=external_id))
+
+
+def _columns(state: ConversationState) -> dict[str, object]:
+    return {name: getattr(state, name) for name in COLUMNS}
+
+
+async def _write_changes(
+    session: AsyncSession, old: ConversationState, new: ConversationState
+) -> None:
+    """UPDATE the columns that differ between `old` and `new` (no statement if none do)."""
+    before = _columns(old)
+    changes = {name: value for name, value in _columns(new).items() if before[name] != value}
+    if changes:
+        await session.execute(
+            update(ConversationRow)
+            .where(ConversationRow.org_id == old.org_id, ConversationRow.id == old.id)
+            .values(**changes)
+        )
 
 
 async def add_item(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import select, update
@@ -9,6 +10,15 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from parley.db.tables import ApiKeyRow, DashboardSessionRow
 from parley.records import DashboardSession
+
+
+@dataclass(frozen=True, slots=True)
+class LiveSession:
+    """A live session found by its ID's hash; changes go through this module, by that hash."""
+
+    id_hash: str
+    last_seen_at: datetime
+    record: DashboardSession
 
 
 def to_record(row: DashboardSessionRow) -> DashboardSession:
@@ -45,9 +55,9 @@ async def insert(
 
 async def find_live(
     session: AsyncSession, id_hash: str, *, now: datetime, idle_since: datetime
-) -> DashboardSessionRow | None:
+) -> LiveSession | None:
     """Return the session if it has not ended, expired or idled out, and its key is active."""
-    return await session.scalar(
+    row = await session.scalar(
         select(DashboardSessionRow)
         .join(ApiKeyRow, ApiKeyRow.id == DashboardSessionRow.api_key_id)
         .where(
@@ -58,6 +68,7 @@ async def find_live(
             ApiKeyRow.revoked_at.is_(None),
         )
     )
+    return LiveSession(row.id_hash, row.last_seen_at, to_record(row)) if row else None
 
 
 async def end_for_key(session: AsyncSession, api_key_id: str, *, at: datetime) -> None:
@@ -69,12 +80,16 @@ async def end_for_key(session: AsyncSession, api_key_id: str, *, at: datetime) -
     )
 
 
-async def end(session: AsyncSession, row: DashboardSessionRow, *, at: datetime) -> None:
-    row.ended_at = at
-    await session.flush()
+async def end(session: AsyncSession, id_hash: str, *, at: datetime) -> None:
+    await _set(session, id_hash, ended_at=at)
 
 
-async def touch(session: AsyncSession, row: DashboardSessionRow, *, at: datetime) -> None:
+async def touch(session: AsyncSession, id_hash: str, *, at: datetime) -> None:
     """Record that the session was used at `at` (its idle time starts again)."""
-    row.last_seen_at = at
-    await session.flush()
+    await _set(session, id_hash, last_seen_at=at)
+
+
+async def _set(session: AsyncSession, id_hash: str, **values: object) -> None:
+    await session.execute(
+        update(DashboardSessionRow).where(DashboardSessionRow.id_hash == id_hash).values(**values)
+    )

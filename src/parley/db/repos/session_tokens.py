@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from parley.db.tables import SessionTokenRow
@@ -45,14 +45,17 @@ async def find_by_hash(session: AsyncSession, secret_hash: str) -> SessionToken 
     return to_record(row) if row else None
 
 
-async def get_row(session: AsyncSession, token_id: str) -> SessionTokenRow | None:
-    return await session.get(SessionTokenRow, token_id)
+async def get(session: AsyncSession, token_id: str) -> SessionToken | None:
+    row = await session.get(SessionTokenRow, token_id)
+    return to_record(row) if row else None
 
 
-async def revoke(session: AsyncSession, row: SessionTokenRow, *, at: datetime) -> None:
-    if row.revoked_at is None:
-        row.revoked_at = at
-        await session.flush()
+async def revoke(session: AsyncSession, token: SessionToken, *, at: datetime) -> None:
+    """Mark the token revoked at `at`, unless it already is (idempotent)."""
+    if token.revoked_at is None:
+        await session.execute(
+            update(SessionTokenRow).where(SessionTokenRow.id == token.id).values(revoked_at=at)
+        )
 
 
 async def list_active(
