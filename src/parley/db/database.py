@@ -9,7 +9,12 @@ from contextlib import asynccontextmanager
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from parley import metrics
-from parley.db.engine import Timeouts, create_engine, create_sessionmaker
+from parley.db.engine import (
+    SQLITE_BUSY_TIMEOUT_MS,
+    Timeouts,
+    create_engine,
+    create_sessionmaker,
+)
 from parley.db.errors import RETRY_AFTER_SECONDS, UniqueViolations, translated
 from parley.errors import Unavailable
 
@@ -37,6 +42,7 @@ class Database:
             create_sessionmaker(read_engine) if read_engine is not None else self._sessions
         )
         self._probe: asyncio.Future[None] | None = None
+        self._writers = asyncio.Lock() if engine.dialect.name == "sqlite" else None
 
     @classmethod
     def from_url(
@@ -68,8 +74,31 @@ class Database:
         self, unique_violations: UniqueViolations | None = None
     ) -> AsyncIterator[AsyncSession]:
         """Yield a session inside one transaction: committed on success, else rolled back."""
-        async with self._within(self._sessions, unique_violations) as session:
+        async with self._write_turn(), self._within(self._sessions, unique_violations) as session:
             yield session
+
+    @asynccontextmanager
+    async def _write_turn(self) -> AsyncIterator[None]:
+        """On SQLite, wait for this process's previous writer before `BEGIN IMMEDIATE`.
+
+        SQLite has one writer; without a turn, concurrent transactions of this process all
+        try its lock and sleep in its busy handler (up to 100 ms a try), so a burst of
+        writes ran in seconds at the tail. In turn they start the moment the lock is free.
+        Other processes still meet the busy handler; the wait is bounded by its timeout.
+        """
+        if self._writers is None:
+            yield
+            return
+        try:
+            async with asyncio.timeout(SQLITE_BUSY_TIMEOUT_MS / 1000):
+                await self._writers.acquire()
+        except TimeoutError:
+            metrics.count_store_error("database")
+            raise Unavailable(retry_after=RETRY_AFTER_SECONDS) from None
+        try:
+            yield
+        finally:
+            self._writers.release()
 
     @asynccontextmanager
     async def read(self) -> AsyncIterator[AsyncSession]:
