@@ -43,3 +43,21 @@ def test_serve_llm_base_url_without_model_refused(
     result = runner.invoke(app, ["serve", "--port", "1"])
     assert result.exit_code != 0
     assert "PARLEY_LLM_MODEL" in result.output
+
+
+def test_serve_restores_default_collection_thresholds(
+    cli_env: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The command line collects less often (parley.__main__); a server keeps Python's
+    defaults for its long life."""
+    import gc
+
+    monkeypatch.setenv("PARLEY_STT_MODEL", str(tmp_path / "missing"))  # stops before serving
+    before = gc.get_threshold()
+    gc.set_threshold(10_000, 10, 10)
+    try:
+        result = runner.invoke(app, ["serve", "--port", "1"])
+        assert result.exit_code == 2
+        assert gc.get_threshold() == (700, 10, 10)
+    finally:
+        gc.set_threshold(*before)
