@@ -101,20 +101,31 @@ async def find(
 
 
 async def get(session: AsyncSession, org_id: str, conversation_id: str) -> Conversation | None:
-    """Return the conversation with its agent's name and items, or None: two statements."""
+    """Return the conversation with its agent's name and items, or None: one statement
+    (a row per item, or one row without an item)."""
     if not is_valid_conversation_id(conversation_id):
         return None
+    item = ConversationItemRow
     query = (
-        select(ConversationRow, AgentRow.name)
+        select(ConversationRow, AgentRow.name, item.role, item.text, item.created_at)
         .outerjoin(AgentRow, AgentRow.id == ConversationRow.agent_id)
+        .outerjoin(
+            item,
+            and_(item.org_id == ConversationRow.org_id, item.conversation_id == ConversationRow.id),
+        )
         .where(ConversationRow.org_id == org_id, ConversationRow.id == conversation_id)
+        .order_by(item.id)
         .execution_options(populate_existing=True)
     )
-    found = (await session.execute(query)).first()
-    if found is None:
+    found = (await session.execute(query)).all()
+    if not found:
         return None
-    row, agent_name = found
-    items = (await items_of(session, org_id, [conversation_id])).get(conversation_id, [])
+    row, agent_name = found[0][0], found[0][1]
+    items = [
+        ConversationItem(role=role, text=text, created_at=created_at)
+        for _, _, role, text, created_at in found
+        if role is not None
+    ]
     return to_record(row, agent_name, items)
 
 
