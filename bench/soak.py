@@ -139,15 +139,21 @@ class Server:
     def wait_ready(self) -> str:
         """Wait for /health; return the first API key it printed."""
         deadline = time.monotonic() + 120
+        last = "no answer"
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise SystemExit(f"parley serve exited:\n{self.log.read_text()[-3000:]}")
             try:
-                if httpx.get(f"{self.http}/health", timeout=1).status_code == 200:
+                status = httpx.get(f"{self.http}/health", timeout=1).status_code
+            except httpx.HTTPError as error:  # not listening yet
+                last = repr(error)
+            else:
+                if status == 200:
                     break
-            except httpx.HTTPError:
-                pass
+                last = f"/health answered {status}"
             time.sleep(0.2)
+        else:
+            raise SystemExit(f"parley serve did not answer /health in 120 s (last: {last})")
         for line in self.log.read_text().splitlines():
             if line.strip().startswith("parley_sk_"):
                 return line.strip()

@@ -9,6 +9,7 @@ from typing import Any
 import httpx
 import pytest
 from fastapi import FastAPI
+from sqlalchemy import event
 
 from parley.app import create_app
 from parley.config import Settings
@@ -134,3 +135,20 @@ def make_agent() -> MakeAgent:
         return agent
 
     return make
+
+
+@pytest.fixture
+def statements(app: FastAPI) -> Iterator[list[str]]:
+    """Every SQL statement the app's database runs, on either engine."""
+    seen: list[str] = []
+    db = app.state.context.db
+
+    def record(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+        seen.append(statement)
+
+    engines = {db.engine.sync_engine, db.read_engine.sync_engine}
+    for engine in engines:
+        event.listen(engine, "before_cursor_execute", record)
+    yield seen
+    for engine in engines:
+        event.remove(engine, "before_cursor_execute", record)

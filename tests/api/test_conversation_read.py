@@ -3,12 +3,7 @@ one statement, items in order (issue #11: the fast request path)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
-
 import pytest
-from fastapi import FastAPI
-from sqlalchemy import event
 from tests.types import MakeAgent, Tenant
 
 from parley.services import Context, conversations
@@ -16,26 +11,8 @@ from parley.services import Context, conversations
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def selects(app: FastAPI) -> Iterator[list[str]]:
-    """Every SELECT the app's database runs, on either engine."""
-    seen: list[str] = []
-    db = app.state.context.db
-
-    def record(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
-        if statement.lstrip().upper().startswith("SELECT"):
-            seen.append(statement)
-
-    engines = {db.engine.sync_engine, db.read_engine.sync_engine}
-    for engine in engines:
-        event.listen(engine, "before_cursor_execute", record)
-    yield seen
-    for engine in engines:
-        event.remove(engine, "before_cursor_execute", record)
-
-
 async def test_conversation_read_one_statement_items_in_order(
-    ctx: Context, tenant: Tenant, make_agent: MakeAgent, selects: list[str]
+    ctx: Context, tenant: Tenant, make_agent: MakeAgent, statements: list[str]
 ) -> None:
     agent = await make_agent(tenant)
     created = await tenant.client.post("/v1/conversations", json={"agent": agent["name"]})
@@ -47,12 +24,13 @@ async def test_conversation_read_one_statement_items_in_order(
             ctx, org_id=tenant.org.id, conversation_id=conversation_id, role=role, text=text
         )
     assert (await tenant.client.get("/v1/agents")).status_code == 200  # the key is now known
-    selects.clear()
+    statements.clear()
     answer = await tenant.client.get(f"/v1/conversations/{conversation_id}")
     assert answer.status_code == 200, answer.text
     body = answer.json()["conversation"]
     assert [(i["role"], i["text"]) for i in body["items"]] == said
     assert body["agent"]["name"] == agent["name"]
+    selects = [s for s in statements if s.lstrip().upper().startswith("SELECT")]
     assert len(selects) == 1, selects
 
 

@@ -91,9 +91,11 @@ import gc, runpy, sys
 sys.argv = ["parley", "--help"]
 try:
     runpy.run_module("parley", run_name="__main__")
-except SystemExit:
-    pass
-print(gc.get_threshold(), gc.get_freeze_count() > 0)
+except SystemExit as exit:
+    code = exit.code
+else:
+    code = 0
+print(code, gc.get_threshold(), gc.get_freeze_count() > 0)
 """
 
 
@@ -103,4 +105,4 @@ def test_cli_command_collects_less_often_and_freezes_at_exit() -> None:
     result = subprocess.run(  # noqa: S603 - this interpreter, fixed code
         [sys.executable, "-c", GC_PROBE], capture_output=True, text=True, check=True
     )
-    assert result.stdout.strip().splitlines()[-1] == "(10000, 10, 10) True"
+    assert result.stdout.strip().splitlines()[-1] == "0 (10000, 10, 10) True"

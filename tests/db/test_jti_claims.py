@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import secrets
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -17,15 +16,6 @@ from parley.db.jti_claims import DatabaseReplayGuard
 from parley.errors import Unavailable
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-async def database(database_url: str) -> AsyncIterator[Database]:
-    db = Database.from_url(database_url)
-    try:
-        yield db
-    finally:
-        await db.dispose()
 
 
 @pytest.fixture

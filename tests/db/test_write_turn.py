@@ -17,15 +17,6 @@ from parley.errors import Unavailable
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-async def database(database_url: str) -> AsyncIterator[Database]:
-    db = Database.from_url(database_url)
-    try:
-        yield db
-    finally:
-        await db.dispose()
-
-
 async def test_sqlite_writers_take_turns(database: Database) -> None:
     inside = 0
     most = 0

@@ -50,17 +50,23 @@ class ServeProcess:
         )
         log.close()
         deadline = time.monotonic() + START_SECONDS
+        last = "no answer"
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise RuntimeError(f"parley serve exited: {self.output.read_text()[-3000:]}")
             try:
-                if httpx.get(f"{self.http}/health", timeout=1).status_code == 200:
+                status = httpx.get(f"{self.http}/health", timeout=1).status_code
+            except httpx.HTTPError as error:  # not listening yet
+                last = repr(error)
+            else:
+                if status == 200:
                     break
-            except httpx.HTTPError:
-                pass
+                last = f"/health answered {status}"
             time.sleep(0.1)
         else:
-            raise RuntimeError(f"parley serve did not answer: {self.output.read_text()[-3000:]}")
+            raise RuntimeError(
+                f"parley serve did not answer (last: {last}): {self.output.read_text()[-3000:]}"
+            )
         for line in self.output.read_text().splitlines():
             if line.strip().startswith("parley_sk_"):
                 self.first_key = line.strip()

@@ -5,12 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from fastapi import FastAPI
-from sqlalchemy import event
 
 from parley.errors import Unauthorized, Unavailable
 from parley.records import Actor
@@ -23,23 +20,6 @@ from tests.types import Tenant
 pytestmark = pytest.mark.anyio
 
 ACTOR = Actor(kind="api_key", id="key_test")
-
-
-@pytest.fixture
-def statements(app: FastAPI) -> Iterator[list[str]]:
-    """Every SQL statement the app's database runs, on either engine."""
-    seen: list[str] = []
-    db = app.state.context.db
-
-    def record(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
-        seen.append(statement)
-
-    engines = {db.engine.sync_engine, db.read_engine.sync_engine}
-    for engine in engines:
-        event.listen(engine, "before_cursor_execute", record)
-    yield seen
-    for engine in engines:
-        event.remove(engine, "before_cursor_execute", record)
 
 
 async def test_credential_cache_known_api_key_needs_no_database_read(

@@ -76,6 +76,8 @@ class SwallowingRevocations:
         try:
             await asyncio.sleep(0.05)
         except asyncio.CancelledError:
+            # Swallowed on purpose: this double is redis-py losing a cancellation mid-command,
+            # the fault the watchdog must survive.
             if self.then_unavailable:
                 raise Unavailable() from None
         return False

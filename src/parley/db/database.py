@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
@@ -112,14 +112,9 @@ class Database:
         sessions: async_sessionmaker[AsyncSession],
         unique_violations: UniqueViolations | None,
     ) -> AsyncIterator[AsyncSession]:
-        try:
-            with translated(unique_violations):
-                async with sessions() as session, session.begin():
-                    yield session
-        except Unavailable as error:
-            if type(error) is Unavailable:  # what translated() makes of a database failure
-                metrics.count_store_error("database")
-            raise
+        with _counted(unique_violations):
+            async with sessions() as session, session.begin():
+                yield session
 
     async def check_health(self) -> None:
         """Raise Unavailable unless the database answers a ping.
@@ -142,17 +137,26 @@ class Database:
         try:
             # A pooled connection, no ORM session: half the thread hops of `read()`.
             async with asyncio.timeout(bound):
-                with translated():
+                with _counted():
                     async with self.read_engine.connect() as connection:
                         await connection.exec_driver_sql("SELECT 1")
         except TimeoutError:
             raise Unavailable(retry_after=RETRY_AFTER_SECONDS) from None
-        except Unavailable:
-            metrics.count_store_error("database")
-            raise
 
     async def dispose(self) -> None:
         """Close every pooled connection."""
         await self.engine.dispose()
         if self.read_engine is not self.engine:
             await self.read_engine.dispose()
+
+
+@contextmanager
+def _counted(unique_violations: UniqueViolations | None = None) -> Iterator[None]:
+    """`translated()`, counting each database failure in the store-error metric."""
+    try:
+        with translated(unique_violations):
+            yield
+    except Unavailable as error:
+        if type(error) is Unavailable:  # what translated() makes of a database failure
+            metrics.count_store_error("database")
+        raise

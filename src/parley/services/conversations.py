@@ -197,11 +197,16 @@ async def start_live(
     return live
 
 
-async def check_can_open(ctx: Context, *, org_id: str, conversation_id: str) -> None:
-    """Refuse a handshake for a conversation that does not exist, or that has ended."""
+async def check_can_open(
+    ctx: Context, *, org_id: str, conversation_id: str, missing_ok: bool = False
+) -> None:
+    """Refuse a handshake for a conversation that has ended, or that does not exist (unless
+    `missing_ok`: a JWT's conversation is created by its first socket)."""
     async with ctx.db.read() as session:
         found = await conversation_repo.find(session, org_id, conversation_id)
     if found is None:
+        if missing_ok:
+            return
         raise ConversationNotFound()
     if found.status == "ended":
         raise ConversationEnded()

@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from parley import jwt
 from parley.errors import (
     ConversationEnded,
-    ConversationNotFound,
     InsufficientScope,
     Unauthorized,
 )
@@ -52,12 +51,9 @@ async def open_handshake(
     )
     if principal.token is not None:
         accessed = principal.token.conversation_id if conversation_id is None else conversation_id
-        try:
-            await conversations.check_can_open(
-                ctx, org_id=principal.org_id, conversation_id=accessed
-            )
-        except ConversationNotFound:
-            pass  # a JWT's conversation is created on first use
+        await conversations.check_can_open(  # a JWT's conversation is created on first use
+            ctx, org_id=principal.org_id, conversation_id=accessed, missing_ok=True
+        )
         expires_at = principal.token.exp + jwt.SKEW_SECONDS
         return await _watchable(ctx, Handshake(principal, accessed, True, expires_at, None))
     if conversation_id is None:
