@@ -41,3 +41,35 @@ async def test_conversation_read_without_items(tenant: Tenant, make_agent: MakeA
     answer = await tenant.client.get(f"/v1/conversations/{conversation_id}")
     assert answer.status_code == 200, answer.text
     assert answer.json()["conversation"]["items"] == []
+
+
+async def test_authentication_and_conversation_read_need_no_transaction(
+    ctx: Context,
+    tenant: Tenant,
+    make_agent: MakeAgent,
+    statements: list[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue #11: authentication shares the request's transaction or needs none. A session
+    token the process has not seen yet (as in a fleet, where nothing is cached) and the
+    conversation are each read by one statement, outside any transaction."""
+    agent = await make_agent(tenant)
+    created = await tenant.client.post("/v1/conversations", json={"agent": agent["name"]})
+    conversation_id = created.json()["conversation"]["id"]
+    token = (await tenant.client.post("/v1/auth/session_token")).json()["session_token"]
+    opened: list[str] = []
+    for kind in ("read", "transaction"):
+        real = getattr(ctx.db, kind)
+
+        def counted(*args: object, _kind: str = kind, _real: object = real) -> object:
+            opened.append(_kind)
+            return _real(*args)  # type: ignore[operator]
+
+        monkeypatch.setattr(ctx.db, kind, counted)
+    statements.clear()
+    answer = await tenant.client.get(
+        f"/v1/conversations/{conversation_id}", headers={"Authorization": f"Bearer {token}"}
+    )
+    assert answer.status_code == 200, answer.text
+    assert opened == []
+    assert [s.split()[0].upper() for s in statements] == ["SELECT", "SELECT"], statements

@@ -20,6 +20,9 @@ from parley.db.errors import breaks_connection
 
 SQLITE_BUSY_TIMEOUT_MS = 10_000
 
+SINGLE_STATEMENT = "parley_single_statement"
+"""Execution option of a connection that runs one statement outside any transaction."""
+
 
 @dataclass(frozen=True, slots=True)
 class Timeouts:
@@ -74,6 +77,22 @@ def create_engine(
     return engine
 
 
+def single_statement_engine(engine: AsyncEngine) -> AsyncEngine:
+    """Return `engine` (same pool) for connections that each run one statement outside any
+    transaction: no `BEGIN` and no `COMMIT`, a round trip or two thread hops fewer.
+
+    One statement is atomic and reads one consistent snapshot by itself (PostgreSQL's
+    statement snapshot, SQLite's implicit transaction), so a read that is a single
+    `SELECT` needs no transaction around it. PostgreSQL gets asyncpg's autocommit (set
+    without a round trip); SQLite, whose driver already runs in autocommit, skips the
+    `BEGIN` of the begin hook (setting SQLAlchemy's AUTOCOMMIT there costs a thread hop
+    to aiosqlite's worker at checkout and another at return).
+    """
+    if engine.dialect.name == "sqlite":
+        return engine.execution_options(**{SINGLE_STATEMENT: True})
+    return engine.execution_options(isolation_level="AUTOCOMMIT")
+
+
 def create_sessionmaker(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
     """Return the session factory: sessions keep loaded values after commit."""
     return async_sessionmaker(engine, expire_on_commit=False)
@@ -117,4 +136,6 @@ def _configure_sqlite(engine: AsyncEngine, *, read_only: bool) -> None:
 
     @event.listens_for(sync_engine, "begin")
     def _on_begin(connection: Connection) -> None:
+        if connection.get_execution_options().get(SINGLE_STATEMENT):
+            return  # sqlite3 runs the statement in its own implicit transaction
         connection.exec_driver_sql("BEGIN" if read_only else "BEGIN IMMEDIATE")

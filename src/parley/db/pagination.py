@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from sqlalchemy import Select, and_, or_
-from sqlalchemy.orm import InstrumentedAttribute
+from sqlalchemy.sql.elements import SQLCoreOperations
 
 from parley.errors import InvalidCursor
 from parley.ids import has_control_characters
@@ -70,8 +70,8 @@ def _decode(cursor: str) -> tuple[datetime, str] | None:
 def paginate(
     query: SelectT,
     *,
-    created_at: InstrumentedAttribute[datetime],
-    row_id: InstrumentedAttribute[str],
+    created_at: SQLCoreOperations[datetime],
+    row_id: SQLCoreOperations[str],
     cursor: str | None,
     limit: int,
 ) -> SelectT:

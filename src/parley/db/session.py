@@ -1,9 +1,15 @@
 """The unit of work the services hold between a repository call and the next.
 
-Services receive a session from `Database.transaction()` or `Database.read()` and hand it
-to repositories; they never use it themselves, so they need no SQLAlchemy import.
+Services receive a session from `Database.transaction()` or `Database.read()` (or a
+connection from `Database.statement()`) and hand it to repositories; they never use it
+themselves, so they need no SQLAlchemy import. A repository function that runs one Core
+statement takes either (`Reader`).
 """
 
+from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.ext.asyncio import AsyncSession as Session
 
-__all__ = ["Session"]
+Reader = Session | AsyncConnection
+"""Where a one-statement read can run: a transaction's session or a bare connection."""
+
+__all__ = ["Reader", "Session"]

@@ -68,8 +68,14 @@ async def list_agents(
     ctx: Context, *, org_id: str, project: str | None, cursor: str | None, limit: int
 ) -> Page[Agent]:
     """List the organization's agents, in one project or in all, oldest first."""
+    if project is None:  # one statement: no transaction needed
+        async with ctx.db.statement() as connection:
+            agents = await agent_repo.list_page(
+                connection, org_id, project_id=None, cursor=cursor, limit=limit
+            )
+        return page_of(agents, limit=limit)
     async with ctx.db.read() as session:
-        project_id = (await project_repo.resolve(session, org_id, project)).id if project else None
+        project_id = (await project_repo.resolve(session, org_id, project)).id
         agents = await agent_repo.list_page(
             session, org_id, project_id=project_id, cursor=cursor, limit=limit
         )

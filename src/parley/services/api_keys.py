@@ -89,5 +89,5 @@ async def revoke_api_key(ctx: Context, *, org_id: str, key_id: str, actor: Actor
 
 async def find_by_secret(ctx: DatabaseContext, secret: str) -> ApiKey | None:
     """Return the active key with this secret, found by the hash of the secret."""
-    async with ctx.db.read() as session:
-        return await key_repo.find_active_by_hash(session, credentials.hash_secret(secret))
+    async with ctx.db.statement() as connection:
+        return await key_repo.find_active_by_hash(connection, credentials.hash_secret(secret))

@@ -73,8 +73,8 @@ async def get_conversation(
     `by_jwt`: the caller holds a JWT, whose conversation does not exist until its first
     WebSocket; the 404 then says so (ConversationNotStarted).
     """
-    async with ctx.db.read() as session:
-        found = await conversation_repo.get(session, org_id, conversation_id)
+    async with ctx.db.statement() as connection:
+        found = await conversation_repo.get(connection, org_id, conversation_id)
     if found is None:
         raise ConversationNotStarted() if by_jwt else ConversationNotFound()
     return found

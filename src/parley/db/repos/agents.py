@@ -6,11 +6,13 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import delete, select, update
+from sqlalchemy import Row, delete, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from parley.db.pagination import paginate
+from parley.db.session import Reader
 from parley.db.tables import AgentRow, PhoneNumberRow, ProjectRow
 from parley.errors import AgentNotFound, Forbidden, NameTaken, PhoneNumberTaken
 from parley.ids import looks_like_id
@@ -35,7 +37,12 @@ class AgentState:
     disabled_at: datetime | None
 
 
-def to_record(row: AgentRow, project_name: str, numbers: Sequence[str]) -> Agent:
+_AGENTS = AgentRow.__table__
+_PROJECTS = ProjectRow.__table__
+_PHONE_NUMBERS = PhoneNumberRow.__table__
+
+
+def to_record(row: AgentRow | Row[Any], project_name: str, numbers: Sequence[str]) -> Agent:
     return Agent(
         id=row.id,
         org_id=row.org_id,
@@ -209,23 +216,36 @@ async def replace_phone_numbers(
 
 
 async def list_page(
-    session: AsyncSession,
+    reader: Reader,
     org_id: str,
     *,
     project_id: str | None,
     cursor: str | None,
     limit: int,
 ) -> list[Agent]:
-    query = select(AgentRow, ProjectRow.name).join(ProjectRow, ProjectRow.id == AgentRow.project_id)
-    query = query.where(AgentRow.org_id == org_id)
-    if project_id is not None:
-        query = query.where(AgentRow.project_id == project_id)
-    query = paginate(
-        query, created_at=AgentRow.created_at, row_id=AgentRow.id, cursor=cursor, limit=limit
+    """Return a page of agents with their project names and phone numbers, in one Core
+    statement: the page (a subquery, so the limit counts agents) joined with its numbers."""
+    page = (
+        select(_AGENTS, _PROJECTS.c.name.label("project_name"))
+        .join(_PROJECTS, _PROJECTS.c.id == _AGENTS.c.project_id)
+        .where(_AGENTS.c.org_id == org_id)
     )
-    rows = (await session.execute(query)).all()
-    numbers = await phone_numbers_of(session, [row.id for row, _ in rows])
-    return [to_record(row, name, numbers.get(row.id, [])) for row, name in rows]
+    if project_id is not None:
+        page = page.where(_AGENTS.c.project_id == project_id)
+    agents = paginate(
+        page, created_at=_AGENTS.c.created_at, row_id=_AGENTS.c.id, cursor=cursor, limit=limit
+    ).subquery()
+    query = (
+        select(agents, _PHONE_NUMBERS.c.number.label("phone_number"))
+        .outerjoin(_PHONE_NUMBERS, _PHONE_NUMBERS.c.agent_id == agents.c.id)
+        .order_by(agents.c.created_at, agents.c.id, _PHONE_NUMBERS.c.position)
+    )
+    rows: dict[str, tuple[Row[Any], list[str]]] = {}
+    for row in (await reader.execute(query)).all():
+        _, numbers = rows.setdefault(row.id, (row, []))
+        if row.phone_number is not None:
+            numbers.append(row.phone_number)
+    return [to_record(row, row.project_name, numbers) for row, numbers in rows.values()]
 
 
 async def delete_row(session: AsyncSession, agent_id: str) -> None:

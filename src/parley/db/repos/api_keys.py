@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import select, update
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy import Row, select, update
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from parley.db.pagination import paginate
 from parley.db.tables import ApiKeyRow
@@ -22,7 +23,10 @@ class ApiKeyState:
     revoked_at: datetime | None
 
 
-def to_record(row: ApiKeyRow) -> ApiKey:
+_KEYS = ApiKeyRow.__table__
+
+
+def to_record(row: ApiKeyRow | Row[Any]) -> ApiKey:
     return ApiKey(
         id=row.id,
         org_id=row.org_id,
@@ -48,13 +52,11 @@ async def insert(session: AsyncSession, key: ApiKey, *, secret_hash: str) -> Non
     await session.flush()
 
 
-async def find_active_by_hash(session: AsyncSession, secret_hash: str) -> ApiKey | None:
-    """Return the unrevoked key whose secret hashes to `secret_hash`."""
-    row = await session.scalar(
-        select(ApiKeyRow).where(
-            ApiKeyRow.secret_hash == secret_hash, ApiKeyRow.revoked_at.is_(None)
-        )
-    )
+async def find_active_by_hash(connection: AsyncConnection, secret_hash: str) -> ApiKey | None:
+    """Return the unrevoked key whose secret hashes to `secret_hash` (one Core statement:
+    `Database.statement()`)."""
+    query = select(_KEYS).where(_KEYS.c.secret_hash == secret_hash, _KEYS.c.revoked_at.is_(None))
+    row = (await connection.execute(query)).first()
     return to_record(row) if row else None
 
 

@@ -6,9 +6,10 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, fields, replace
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import and_, insert, or_, select, update
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy import Row, and_, insert, or_, select, update
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from parley.db.pagination import paginate
 from parley.db.tables import AgentRow, ConversationItemRow, ConversationRow, InstanceRow
@@ -59,8 +60,13 @@ def to_state(row: ConversationRow) -> ConversationState:
     )
 
 
+_CONVERSATIONS = ConversationRow.__table__
+_ITEMS = ConversationItemRow.__table__
+_AGENTS = AgentRow.__table__
+
+
 def to_record(
-    row: ConversationRow | ConversationState,
+    row: ConversationRow | ConversationState | Row[Any],
     agent_name: str | None,
     items: Sequence[ConversationItem],
 ) -> Conversation:
@@ -100,33 +106,42 @@ async def find(
     return None if row is None else to_state(row)
 
 
-async def get(session: AsyncSession, org_id: str, conversation_id: str) -> Conversation | None:
-    """Return the conversation with its agent's name and items, or None: one statement
-    (a row per item, or one row without an item)."""
+async def get(
+    connection: AsyncConnection, org_id: str, conversation_id: str
+) -> Conversation | None:
+    """Return the conversation with its agent's name and items, or None: one Core statement
+    (a row per item, or one row without an item; `Database.statement()`)."""
     if not is_valid_conversation_id(conversation_id):
         return None
-    item = ConversationItemRow
+    conversation, item = _CONVERSATIONS, _ITEMS
     query = (
-        select(ConversationRow, AgentRow.name, item.role, item.text, item.created_at)
-        .outerjoin(AgentRow, AgentRow.id == ConversationRow.agent_id)
+        select(
+            conversation,
+            _AGENTS.c.name.label("agent_name"),
+            item.c.role.label("item_role"),
+            item.c.text.label("item_text"),
+            item.c.created_at.label("item_created_at"),
+        )
+        .outerjoin(_AGENTS, _AGENTS.c.id == conversation.c.agent_id)
         .outerjoin(
             item,
-            and_(item.org_id == ConversationRow.org_id, item.conversation_id == ConversationRow.id),
+            and_(
+                item.c.org_id == conversation.c.org_id,
+                item.c.conversation_id == conversation.c.id,
+            ),
         )
-        .where(ConversationRow.org_id == org_id, ConversationRow.id == conversation_id)
-        .order_by(item.id)
-        .execution_options(populate_existing=True)
+        .where(conversation.c.org_id == org_id, conversation.c.id == conversation_id)
+        .order_by(item.c.id)
     )
-    found = (await session.execute(query)).all()
+    found = (await connection.execute(query)).all()
     if not found:
         return None
-    row, agent_name = found[0][0], found[0][1]
     items = [
-        ConversationItem(role=role, text=text, created_at=created_at)
-        for _, _, role, text, created_at in found
-        if role is not None
+        ConversationItem(role=row.item_role, text=row.item_text, created_at=row.item_created_at)
+        for row in found
+        if row.item_role is not None
     ]
-    return to_record(row, agent_name, items)
+    return to_record(found[0], found[0].agent_name, items)
 
 
 async def load(session: AsyncSession, state: ConversationState) -> Conversation:

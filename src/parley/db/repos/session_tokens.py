@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import select, update
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy import Row, select, update
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from parley.db.tables import SessionTokenRow
 from parley.records import SessionToken
 
+_TOKENS = SessionTokenRow.__table__
 
-def to_record(row: SessionTokenRow) -> SessionToken:
+
+def to_record(row: SessionTokenRow | Row[Any]) -> SessionToken:
     ids = frozenset(row.conversation_ids) if row.conversation_ids is not None else None
     return SessionToken(
         id=row.id,
@@ -38,10 +41,11 @@ async def insert(session: AsyncSession, token: SessionToken, *, secret_hash: str
     await session.flush()
 
 
-async def find_by_hash(session: AsyncSession, secret_hash: str) -> SessionToken | None:
-    row = await session.scalar(
-        select(SessionTokenRow).where(SessionTokenRow.secret_hash == secret_hash)
-    )
+async def find_by_hash(connection: AsyncConnection, secret_hash: str) -> SessionToken | None:
+    """Return the token whose secret hashes to `secret_hash`, revoked or not (one Core
+    statement: `Database.statement()`)."""
+    query = select(_TOKENS).where(_TOKENS.c.secret_hash == secret_hash)
+    row = (await connection.execute(query)).first()
     return to_record(row) if row else None
 
 
