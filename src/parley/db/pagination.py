@@ -9,8 +9,8 @@ import re
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
-from sqlalchemy import Select, and_, or_
-from sqlalchemy.sql.elements import SQLCoreOperations
+from sqlalchemy import ColumnElement, Select, and_, bindparam, or_
+from sqlalchemy.sql.elements import BindParameter, SQLCoreOperations
 
 from parley.errors import InvalidCursor
 from parley.ids import has_control_characters
@@ -77,8 +77,23 @@ def paginate(
 ) -> SelectT:
     """Order `query` by (created_at, id), start after `cursor`, and fetch one extra row."""
     if cursor is not None:
-        after_created, after_id = decode_cursor(cursor)
-        query = query.where(
-            or_(created_at > after_created, and_(created_at == after_created, row_id > after_id))
-        )
+        query = query.where(after_cursor(created_at, row_id)).params(cursor_params(cursor))
     return query.order_by(created_at, row_id).limit(limit + 1)
+
+
+def after_cursor(
+    created_at: SQLCoreOperations[datetime], row_id: SQLCoreOperations[str]
+) -> ColumnElement[bool]:
+    """The keyset condition "after the cursor's row", with the bound parameters
+    `after_created` and `after_id` (`cursor_params`), for statements built once."""
+    after_created: BindParameter[datetime] = bindparam("after_created")
+    return or_(
+        created_at > after_created,
+        and_(created_at == after_created, row_id > bindparam("after_id")),
+    )
+
+
+def cursor_params(cursor: str) -> dict[str, Any]:
+    """The values of `after_cursor`'s parameters; 400 `invalid_cursor` for a bad cursor."""
+    after_created, after_id = decode_cursor(cursor)
+    return {"after_created": after_created, "after_id": after_id}

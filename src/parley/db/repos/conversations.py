@@ -8,7 +8,7 @@ from dataclasses import dataclass, fields, replace
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Row, and_, insert, or_, select, update
+from sqlalchemy import Row, and_, bindparam, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from parley.db.pagination import paginate
@@ -113,27 +113,8 @@ async def get(
     (a row per item, or one row without an item; `Database.statement()`)."""
     if not is_valid_conversation_id(conversation_id):
         return None
-    conversation, item = _CONVERSATIONS, _ITEMS
-    query = (
-        select(
-            conversation,
-            _AGENTS.c.name.label("agent_name"),
-            item.c.role.label("item_role"),
-            item.c.text.label("item_text"),
-            item.c.created_at.label("item_created_at"),
-        )
-        .outerjoin(_AGENTS, _AGENTS.c.id == conversation.c.agent_id)
-        .outerjoin(
-            item,
-            and_(
-                item.c.org_id == conversation.c.org_id,
-                item.c.conversation_id == conversation.c.id,
-            ),
-        )
-        .where(conversation.c.org_id == org_id, conversation.c.id == conversation_id)
-        .order_by(item.c.id)
-    )
-    found = (await connection.execute(query)).all()
+    params = {"org_id": org_id, "conversation_id": conversation_id}
+    found = (await connection.execute(_READ, params)).all()
     if not found:
         return None
     items = [
@@ -142,6 +123,31 @@ async def get(
         if row.item_role is not None
     ]
     return to_record(found[0], found[0].agent_name, items)
+
+
+# Built once, with bound parameters, so its cache key is computed once (docs/performance.md).
+_READ = (
+    select(
+        _CONVERSATIONS,
+        _AGENTS.c.name.label("agent_name"),
+        _ITEMS.c.role.label("item_role"),
+        _ITEMS.c.text.label("item_text"),
+        _ITEMS.c.created_at.label("item_created_at"),
+    )
+    .outerjoin(_AGENTS, _AGENTS.c.id == _CONVERSATIONS.c.agent_id)
+    .outerjoin(
+        _ITEMS,
+        and_(
+            _ITEMS.c.org_id == _CONVERSATIONS.c.org_id,
+            _ITEMS.c.conversation_id == _CONVERSATIONS.c.id,
+        ),
+    )
+    .where(
+        _CONVERSATIONS.c.org_id == bindparam("org_id"),
+        _CONVERSATIONS.c.id == bindparam("conversation_id"),
+    )
+    .order_by(_ITEMS.c.id)
+)
 
 
 async def load(session: AsyncSession, state: ConversationState) -> Conversation:
