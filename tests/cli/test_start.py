@@ -23,8 +23,8 @@ NOT_FOR_OPERATORS = ["alembic", "cryptography", "fastapi", "httpx", "numpy", "re
 HEAVY = ["fastapi", "uvicorn", "scipy", "numpy", "sqlalchemy", "alembic", "redis", "httpx",
          "parley.app", "parley.api", "parley.engine", "parley.services", "parley.db"]  # fmt: skip
 
-PROBE = """
-import runpy, sys
+RUN_PARLEY = """
+import gc, runpy, sys
 sys.argv = ["parley", *{argv!r}]
 try:
     runpy.run_module("parley", run_name="__main__")
@@ -32,10 +32,18 @@ except SystemExit as exit:
     code = exit.code
 else:
     code = 0
+"""
+"""Run the command line in this process as `parley ARGV` would; `code` is its exit code.
+A probe appends what it reports (format with `argv`)."""
+
+PROBE = (
+    RUN_PARLEY
+    + """
 heavy = {heavy!r}
 print(repr(sorted(m for m in heavy if m in sys.modules)))
 sys.exit(code)
 """
+)
 
 
 def loaded_heavy_modules(
@@ -86,17 +94,12 @@ def test_cli_operator_commands_open_database_only(tmp_path: Path) -> None:
     assert loaded_heavy_modules(["migrate"], tmp_path, heavy=no_engine, env=env) == []
 
 
-GC_PROBE = """
-import gc, runpy, sys
-sys.argv = ["parley", "--help"]
-try:
-    runpy.run_module("parley", run_name="__main__")
-except SystemExit as exit:
-    code = exit.code
-else:
-    code = 0
+GC_PROBE = (
+    RUN_PARLEY.format(argv=["--help"])
+    + """
 print(code, gc.get_threshold(), gc.get_freeze_count() > 0)
 """
+)
 
 
 def test_cli_command_collects_less_often_and_freezes_at_exit() -> None:

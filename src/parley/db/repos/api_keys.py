@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Row, select, update
+from sqlalchemy import Row, bindparam, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from parley.db.pagination import paginate
@@ -55,9 +55,14 @@ async def insert(session: AsyncSession, key: ApiKey, *, secret_hash: str) -> Non
 async def find_active_by_hash(connection: AsyncConnection, secret_hash: str) -> ApiKey | None:
     """Return the unrevoked key whose secret hashes to `secret_hash` (one Core statement:
     `Database.statement()`)."""
-    query = select(_KEYS).where(_KEYS.c.secret_hash == secret_hash, _KEYS.c.revoked_at.is_(None))
-    row = (await connection.execute(query)).first()
+    row = (await connection.execute(_ACTIVE_BY_HASH, {"secret_hash": secret_hash})).first()
     return to_record(row) if row else None
+
+
+# Built once, like every statement of a request's hot path (docs/performance.md).
+_ACTIVE_BY_HASH = select(_KEYS).where(
+    _KEYS.c.secret_hash == bindparam("secret_hash"), _KEYS.c.revoked_at.is_(None)
+)
 
 
 async def get_active(session: AsyncSession, key_id: str) -> ApiKey | None:

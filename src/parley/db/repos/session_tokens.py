@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Row, select, update
+from sqlalchemy import Row, bindparam, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from parley.db.tables import SessionTokenRow
@@ -44,9 +44,12 @@ async def insert(session: AsyncSession, token: SessionToken, *, secret_hash: str
 async def find_by_hash(connection: AsyncConnection, secret_hash: str) -> SessionToken | None:
     """Return the token whose secret hashes to `secret_hash`, revoked or not (one Core
     statement: `Database.statement()`)."""
-    query = select(_TOKENS).where(_TOKENS.c.secret_hash == secret_hash)
-    row = (await connection.execute(query)).first()
+    row = (await connection.execute(_BY_HASH, {"secret_hash": secret_hash})).first()
     return to_record(row) if row else None
+
+
+# Built once, like every statement of a request's hot path (docs/performance.md).
+_BY_HASH = select(_TOKENS).where(_TOKENS.c.secret_hash == bindparam("secret_hash"))
 
 
 async def get(session: AsyncSession, token_id: str) -> SessionToken | None:
