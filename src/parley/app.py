@@ -84,6 +84,9 @@ def create_app(
         docs_url=None,  # served by install_docs, from packaged assets
         redoc_url=None,
         openapi_url="/openapi.json",
+        # `/v1/agents/` is an unknown path (404 in the envelope), not a 307 whose Location
+        # Starlette builds from the client's Host header.
+        redirect_slashes=False,
     )
     install_error_handlers(app)
     install_docs(app)

@@ -239,6 +239,20 @@ async def test_release_some_phone_numbers_of_disabled_agent_succeeds(
     assert response.json()["agent"]["phone_numbers"] == ["+14155550104"]
 
 
+async def test_release_phone_numbers_null_400_not_all(
+    tenant: Tenant, make_agent: MakeAgent
+) -> None:
+    """Only an omitted `phone_numbers` releases every number; an explicit null is refused."""
+    agent = await make_agent(tenant, phone_numbers=["+14155550190"])
+    response = await tenant.client.post(
+        f"/v1/agents/{agent['id']}/phone_numbers/release", json={"phone_numbers": None}
+    )
+    body = assert_error(response, 400, "validation_error")
+    assert set(body["param_errors"]) == {"phone_numbers"}
+    kept = (await tenant.client.get(f"/v1/agents/{agent['id']}")).json()["agent"]
+    assert kept["phone_numbers"] == ["+14155550190"]
+
+
 async def test_release_phone_number_not_assigned_400(tenant: Tenant, make_agent: MakeAgent) -> None:
     agent = await make_agent(tenant, phone_numbers=["+14155550105"])
     response = await tenant.client.post(
@@ -466,6 +480,8 @@ async def test_list_agents_filtered_by_project(tenant: Tenant, make_agent: MakeA
     assert [a["id"] for a in body["agents"]] == [in_p2["id"]]
     everything = (await tenant.client.get("/v1/agents")).json()["agents"]
     assert len(everything) == 2
+    empty = await tenant.client.get("/v1/agents", params={"project": ""})
+    assert [a["id"] for a in empty.json()["agents"]] == [a["id"] for a in everything]
 
 
 @pytest.mark.parametrize(

@@ -137,9 +137,11 @@ async def test_audit_events_paginate_newest_first(tenant: Tenant) -> None:
     assert seqs == [7, 6, 5, 4, 3, 2]
 
 
-async def test_audit_events_bad_cursor_400(tenant: Tenant) -> None:
-    response = await tenant.client.get("/v1/audit_events", params={"cursor": "nope"})
-    assert_error(response, 400, "validation_error")
+async def test_audit_events_bad_cursor_is_400_invalid_cursor(tenant: Tenant) -> None:
+    """Issue #9: a cursor the service did not issue is 400 `invalid_cursor`, as on every list."""
+    for cursor in ("nope", "WzEsMl0", "e30", "YXVkaXQ6eA"):  # garbage, [1,2], {}, "audit:x"
+        response = await tenant.client.get("/v1/audit_events", params={"cursor": cursor})
+        assert_error(response, 400, "invalid_cursor")
 
 
 async def test_audit_events_of_other_org_not_shown(tenant: Tenant, other_tenant: Tenant) -> None:

@@ -95,6 +95,30 @@ async def test_list_conversations_paged_and_filtered(tenant: Tenant, make_agent:
     assert [c["id"] for c in by_agent["conversations"]] == [ids[0], ids[2]]
 
 
+async def test_list_conversations_project_filter_resolved_like_agents(
+    tenant: Tenant, other_tenant: Tenant, make_agent: MakeAgent
+) -> None:
+    """`?project=` takes a name or an ID; unknown is 404, another org's project ID 403."""
+    project = (await tenant.client.post("/v1/projects", json={"name": "sales"})).json()["project"]
+    in_sales = await make_agent(tenant, project="sales")
+    in_main = await make_agent(tenant)
+    for agent in (in_sales, in_main):
+        await tenant.client.post("/v1/conversations", json={"agent": agent["id"]})
+
+    async def agents_of(project_ref: str) -> list[str]:
+        response = await tenant.client.get("/v1/conversations", params={"project": project_ref})
+        assert response.status_code == 200, response.text
+        return [c["agent"]["id"] for c in response.json()["conversations"]]
+
+    assert await agents_of("sales") == [in_sales["id"]]
+    assert await agents_of(project["id"]) == [in_sales["id"]]
+    assert await agents_of("") == [in_sales["id"], in_main["id"]]  # empty: every project
+    unknown = await tenant.client.get("/v1/conversations", params={"project": "nope"})
+    assert_error(unknown, 404, "project_not_found")
+    theirs = await other_tenant.client.get("/v1/conversations", params={"project": project["id"]})
+    assert_error(theirs, 403, "forbidden")
+
+
 async def test_end_conversation_idempotent(tenant: Tenant, make_agent: MakeAgent) -> None:
     agent = await make_agent(tenant)
     await tenant.client.post("/v1/conversations", json={"agent": agent["id"], "id": "e1"})

@@ -25,6 +25,74 @@ async def test_wrong_method_405_envelope(tenant: Tenant) -> None:
     assert "GET" in response.headers["allow"]
 
 
+@pytest.mark.parametrize(
+    ("method", "path", "allow"),
+    [
+        ("PUT", "/v1/agents", "GET, POST"),
+        ("PUT", "/v1/agents/alpha", "DELETE, GET, PATCH"),
+        ("PATCH", "/v1/projects/main", "DELETE, GET"),
+        ("DELETE", "/v1/auth/jwt", "GET, PUT"),
+        ("PUT", "/v1/conversations", "GET, POST"),
+        ("GET", "/v1/agents/alpha/disable", "POST"),
+    ],
+)
+async def test_405_allow_names_every_method_of_the_path(
+    tenant: Tenant, method: str, path: str, allow: str
+) -> None:
+    """RFC 9110 section 15.5.6: `Allow` lists what the resource serves, not one route's."""
+    response = await tenant.client.request(method, path)
+    assert_error(response, 405, "method_not_allowed")
+    assert response.headers["allow"] == allow
+
+
+@pytest.mark.parametrize("path", ["/v1/agents/", "/v1/agents/alpha/", "/health/"])
+async def test_trailing_slash_is_404_never_a_redirect(tenant: Tenant, path: str) -> None:
+    """No 307 with an empty body, and no Location built from the client's Host header."""
+    response = await tenant.client.get(path, headers={"host": "evil.example"})
+    assert_error(response, 404, "not_found")
+    assert "location" not in response.headers
+
+
+@pytest.mark.parametrize(
+    ("content", "path"),
+    [(b"{bad", "/v1/agents"), (b'{"name": "\xff"}', "/v1/api_keys"), (b"{", "/v1/projects")],
+    ids=["bad-json", "not-utf8", "truncated"],
+)
+@pytest.mark.parametrize("credential", [None, "parley_sk_" + "A" * 43], ids=["none", "unknown"])
+async def test_unreadable_body_without_valid_key_is_401_first(
+    client: httpx.AsyncClient, content: bytes, path: str, credential: str | None
+) -> None:
+    """API.md section 1: a missing or unknown key is 401, whatever the body (FastAPI reads
+    the body before the route's dependencies)."""
+    headers = {"content-type": "application/json"}
+    if credential is not None:
+        headers["authorization"] = f"Bearer {credential}"
+    response = await client.post(path, content=content, headers=headers)
+    assert_error(response, 401, "unauthorized")
+    assert response.headers["www-authenticate"] == "Bearer"
+
+
+async def test_unreadable_body_with_a_session_token_is_403_insufficient_scope(
+    tenant: Tenant, client: httpx.AsyncClient
+) -> None:
+    minted = await tenant.client.post("/v1/auth/session_token")
+    token = minted.json()["session_token"]
+    response = await client.post(
+        "/v1/agents",
+        content=b"{bad",
+        headers={"authorization": f"Bearer {token}", "content-type": "application/json"},
+    )
+    assert_error(response, 403, "insufficient_scope")
+
+
+async def test_body_not_utf8_with_a_valid_key_400_invalid_request(tenant: Tenant) -> None:
+    response = await tenant.client.post(
+        "/v1/agents", content=b'{"name": "\xff"}', headers={"content-type": "application/json"}
+    )
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] in {"invalid_request", "invalid_json"}
+
+
 async def test_malformed_json_400_invalid_json(tenant: Tenant) -> None:
     response = await tenant.client.post(
         "/v1/agents", content=b'{"name": ', headers={"content-type": "application/json"}

@@ -67,6 +67,19 @@ def test_api_keys_create_unknown_org_fails(cli_env: str) -> None:
     assert json.loads(result.stderr)["error"]["code"] == "organization_not_found"
 
 
+@pytest.mark.parametrize("name", ["", "x" * 101, "a\tb"], ids=["empty", "101-chars", "tab"])
+def test_api_keys_create_refuses_a_name_the_api_refuses(cli_env: str, name: str) -> None:
+    """One rule for a key's name, whoever asks: REST, the dashboard or the CLI."""
+    runner.invoke(app, ["orgs", "create", "named-keys", "--json"])
+    result = runner.invoke(
+        app, ["api-keys", "create", "--org", "named-keys", "--name", name, "--json"]
+    )
+    assert result.exit_code == 1
+    body = json.loads(result.stderr)
+    assert body["error"]["code"] == "validation_error"
+    assert set(body["param_errors"]) == {"name"}
+
+
 def test_migrate_is_idempotent(cli_env: str) -> None:
     assert runner.invoke(app, ["migrate"]).exit_code == 0
     assert runner.invoke(app, ["migrate"]).exit_code == 0

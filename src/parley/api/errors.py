@@ -13,6 +13,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match, Mount
 
 from parley import errors, metrics
 
@@ -37,6 +38,8 @@ _HTTP_CODES = {
     413: ("payload_too_large", "The request body is larger than 1 MiB."),
 }
 
+
+KNOWN_METHODS = ("DELETE", "GET", "HEAD", "PATCH", "POST", "PUT")
 
 AUTH_REFUSAL_CODES = frozenset(
     {
@@ -117,20 +120,57 @@ async def _parley_error(_request: Request, error: Exception) -> JSONResponse:
     return error_response(error)
 
 
-async def _validation_error(_request: Request, error: Exception) -> JSONResponse:
+async def _validation_error(request: Request, error: Exception) -> JSONResponse:
     assert isinstance(error, RequestValidationError)  # noqa: S101
     bad_json, found = param_errors_from(error)
     if bad_json:
-        return error_response(errors.InvalidJson())
+        return await _after_credential(request, errors.InvalidJson())
     return error_response(errors.ValidationFailed(param_errors=found))
 
 
-async def _http_error(_request: Request, error: Exception) -> JSONResponse:
+async def _after_credential(request: Request, error: errors.ParleyError) -> JSONResponse:
+    """Answer a body that could not be read only once the request's credential passed.
+
+    FastAPI reads and parses the body before it resolves the route's dependencies, so an
+    anonymous `{bad` would learn `invalid_json` where API.md section 1 says 401. Every route
+    with a body takes an API key: the check is the one the route would have run.
+    """
+    from parley.api.deps import context_of, get_api_key_principal
+
+    try:
+        await get_api_key_principal(request, context_of(request))
+    except errors.ParleyError as refusal:
+        return error_response(refusal)
+    return error_response(error)
+
+
+async def _http_error(request: Request, error: Exception) -> JSONResponse:
     assert isinstance(error, StarletteHTTPException)  # noqa: S101
+    if error.status_code == 400:  # FastAPI could not read the body (e.g. not UTF-8)
+        return await _after_credential(request, errors.InvalidRequest())
     code, message = _HTTP_CODES.get(error.status_code, ("http_error", "The request failed."))
     headers = dict(error.headers or {})
+    if error.status_code == 405 and (allowed := allowed_methods(request)):
+        headers["Allow"] = allowed
     body = {"error": {"message": message, "code": code}}
     return JSONResponse(body, status_code=error.status_code, headers=headers)
+
+
+def allowed_methods(request: Request) -> str | None:
+    """Every method the request's path serves (Starlette names only the first route's).
+
+    Asks each route whether it would take the path with each method: FastAPI nests included
+    routers, and `matches` is the one interface every kind of route answers.
+    """
+    routes = [route for route in request.app.router.routes if not isinstance(route, Mount)]
+    allowed = [
+        method
+        for method in KNOWN_METHODS
+        if any(
+            route.matches({**request.scope, "method": method})[0] is Match.FULL for route in routes
+        )
+    ]
+    return ", ".join(allowed) or None
 
 
 async def _unexpected_error(request: Request, error: Exception) -> JSONResponse:

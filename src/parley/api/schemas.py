@@ -9,11 +9,19 @@ import re
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    field_validator,
+)
 
 from parley.clock import isoformat
 from parley.ids import NAME_RULE, is_valid_name
 from parley.records import Agent, ApiKey, AuditEvent, Project
+from parley.services.api_keys import MAX_NAME_LENGTH as MAX_KEY_NAME
 from parley.text import JsonObject, Label, Text
 
 AudioFormat = Literal["pcm_44100", "pcm_24000", "pcm_16000", "pcm_8000", "mulaw_8000"]
@@ -86,7 +94,7 @@ class SuccessOut(BaseModel):
 
 
 class ApiKeyCreate(Input):
-    name: Annotated[Label, StringConstraints(min_length=1, max_length=100)] | None = None
+    name: Annotated[Label, StringConstraints(min_length=1, max_length=MAX_KEY_NAME)] | None = None
 
 
 class ApiKeyOut(BaseModel):
@@ -183,6 +191,14 @@ class PhoneNumbersRelease(Input):
     phone_numbers: PhoneNumbers | None = Field(
         default=None, description="The numbers to release; omitted: all of them."
     )
+
+    @field_validator("phone_numbers", mode="before")
+    @classmethod
+    def _not_null(cls, value: Any) -> Any:
+        """Only an omitted field means all: `null` is more likely a client's bug."""
+        if value is None:
+            raise ValueError("may not be null (omit it to release every number)")
+        return value
 
 
 class AgentOut(BaseModel):

@@ -67,8 +67,8 @@ async def get_agent(ctx: Context, *, org_id: str, ref: str, project: str | None)
 async def list_agents(
     ctx: Context, *, org_id: str, project: str | None, cursor: str | None, limit: int
 ) -> Page[Agent]:
-    """List the organization's agents, in one project or in all, oldest first."""
-    if project is None:  # one statement: no transaction needed
+    """List the organization's agents, in one project or (`project` empty or None) in all."""
+    if not project:  # one statement: no transaction needed
         async with ctx.db.statement() as connection:
             agents = await agent_repo.list_page(
                 connection, org_id, project_id=None, cursor=cursor, limit=limit

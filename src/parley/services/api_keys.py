@@ -7,19 +7,30 @@ from parley.clock import utcnow
 from parley.db.repos import api_keys as key_repo
 from parley.db.repos import dashboard_sessions as session_repo
 from parley.db.session import Session
-from parley.errors import ApiKeyNotFound, Forbidden
+from parley.errors import ApiKeyNotFound, Forbidden, ValidationFailed
 from parley.ids import new_id
 from parley.records import Actor, ApiKey, IssuedApiKey, Page
 from parley.services import audit, revocations
 from parley.services.context import Context, DatabaseContext
 from parley.services.credential_cache import CACHE_SECONDS
 from parley.services.paging import page_of
+from parley.text import is_label
+
+MAX_NAME_LENGTH = 100
+NAME_RULE = f"must be 1 to {MAX_NAME_LENGTH} characters, without control characters"
+
+
+def check_name(name: str | None) -> None:
+    """Refuse a key name the API would refuse, whoever asks (REST, dashboard or CLI)."""
+    if name is not None and not (0 < len(name) <= MAX_NAME_LENGTH and is_label(name)):
+        raise ValidationFailed(param_errors={"name": NAME_RULE})
 
 
 async def issue(
     session: Session, ctx: DatabaseContext, *, org_id: str, name: str | None, actor: Actor
 ) -> IssuedApiKey:
     """Create a key inside an open transaction (audited) and return it with its secret."""
+    check_name(name)
     secret = credentials.new_api_key()
     key = ApiKey(
         id=new_id("key"),

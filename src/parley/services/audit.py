@@ -28,7 +28,7 @@ from typing import Any, Final
 from parley.clock import utcnow
 from parley.db.repos import audit as audit_repo
 from parley.db.session import Session
-from parley.errors import ValidationFailed
+from parley.errors import InvalidCursor
 from parley.records import Actor, AuditEvent, Page
 from parley.services.context import DatabaseContext
 
@@ -152,7 +152,7 @@ def _decode_cursor(cursor: str) -> int:
             raise ValueError(cursor)
         return int(seq)
     except (ValueError, binascii.Error, UnicodeError):
-        raise ValidationFailed(param_errors={"cursor": "is not a cursor of this listing"}) from None
+        raise InvalidCursor(param_errors={"cursor": "is not a cursor of this listing"}) from None
 
 
 @dataclass(frozen=True, slots=True)

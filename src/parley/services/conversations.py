@@ -7,6 +7,7 @@ from parley import metrics
 from parley.clock import utcnow
 from parley.db.repos import agents as agent_repo
 from parley.db.repos import conversations as conversation_repo
+from parley.db.repos import projects as project_repo
 from parley.errors import (
     AgentDisabled,
     ConversationEnded,
@@ -90,15 +91,22 @@ async def list_conversations(
     cursor: str | None,
     limit: int,
 ) -> Page[Conversation]:
-    """List conversations, oldest first; `only_ids` restricts a session token's view."""
+    """List conversations, oldest first; `only_ids` restricts a session token's view.
+
+    `project` (a name or an ID) is resolved as the agent listing resolves it: 404 when the
+    organization has no such project, 403 for another organization's project ID; empty or
+    None, every project.
+    """
     async with ctx.db.read() as session:
+        if project:
+            project = (await project_repo.resolve(session, org_id, project)).name
         agent_id = None
         if agent is not None:
             agent_id = (await find_agent(session, org_id, agent, project)).id
         found = await conversation_repo.list_page(
             session,
             org_id,
-            project=project,
+            project=project or None,
             agent_id=agent_id,
             only_ids=sorted(only_ids) if only_ids is not None else None,
             cursor=cursor,

@@ -77,6 +77,7 @@ CheckedForm = Annotated[FormData, Depends(Form)]
 
 
 @router.get("")
+@router.get("/")  # the app redirects no trailing slash (app.py), so the home answers both
 async def home() -> Response:
     return RedirectResponse("/dashboard/agents", status_code=303)
 
