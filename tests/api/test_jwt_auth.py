@@ -679,6 +679,20 @@ async def test_refresh_to_jwks_without_usable_key_400_keeps_last_good_keys(
 
 
 @pytest.mark.parametrize("document", UNUSABLE_SETS)
+async def test_put_to_jwks_without_usable_key_400_jwks_unreachable_nothing_stored(
+    org: Org, http: httpx.AsyncClient, jwks: JwksServer, document: dict[str, Any]
+) -> None:
+    """API.md section 7: `PUT` fetches the JWKS once; 400 `jwks_unreachable` if that fails,
+    and a set with no usable key is a failed fetch."""
+    jwks.document = document
+    again = {"issuers": [org.iss], "jwks_url": jwks.url, "audience": "other.example.com"}
+    assert_error(await org.api.put("/v1/auth/jwt", json=again), 400, "jwks_unreachable")
+    shown = (await org.api.get("/v1/auth/jwt")).json()
+    assert shown["audience"] == AUD
+    assert [key["kid"] for key in shown["keys"]] == [org.signer.kid], shown
+
+
+@pytest.mark.parametrize("document", UNUSABLE_SETS)
 async def test_scheduled_refresh_to_jwks_without_usable_key_keeps_last_good_keys(
     org: Org,
     http: httpx.AsyncClient,

@@ -174,6 +174,37 @@ async def test_key_random_kids_across_instances_share_the_throttle(world: World)
     assert world.jwks.calls <= 1 + 60 // 30
 
 
+async def test_key_miss_after_the_window_closed_fetches_at_once(
+    world: World, first: Signer
+) -> None:
+    """API.md section 7: misses fetch at most once per 30 s, and at once otherwise. The
+    local 5 s quiet period after a throttled miss never outlasts the throttle's window."""
+    await world.cache.key(SOURCE, "key-1", "EdDSA")  # the fetch at t0
+    world.clock.advance(27)
+    assert await world.cache.key(SOURCE, "unknown", "EdDSA") is None  # throttled: no fetch
+    assert world.jwks.calls == 1
+    second = make_signer("EdDSA", "key-2")
+    world.jwks.keys = [first.jwk, second.jwk]
+    world.clock.advance(4.5)  # t0 + 31.5 s: 4.5 s after the throttled miss
+    assert await world.cache.key(SOURCE, "key-2", "EdDSA") is not None
+    assert world.jwks.calls == 2
+
+
+async def test_key_unknown_kid_right_after_loading_the_stored_set_fetches(
+    world: World, first: Signer
+) -> None:
+    """Loading the stored set (after a restart) is no miss check: a new kid fetches at once."""
+    await world.cache.key(SOURCE, "key-1", "EdDSA")
+    second = make_signer("EdDSA", "key-2")
+    world.jwks.keys = [first.jwk, second.jwk]
+    world.clock.advance(53)
+    restarted = world.peer()
+    assert await restarted.key(SOURCE, "key-1", "EdDSA") is not None  # from the store
+    assert world.jwks.calls == 1
+    assert await restarted.key(SOURCE, "key-2", "EdDSA") is not None  # a miss: fetches
+    assert world.jwks.calls == 2
+
+
 async def test_key_expiry_triggers_refresh(world: World) -> None:
     await world.cache.key(SOURCE, "key-1", "EdDSA")
     world.clock.advance(599)

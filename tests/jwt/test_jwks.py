@@ -311,6 +311,20 @@ async def test_fetch_http_allowed_when_configured() -> None:
         assert (await fetcher.fetch("http://keys.example.com/jwks")).document == JWKS
 
 
+@pytest.mark.parametrize("url", ["ftp://keys.example.com/jwks", "/relative/jwks"])
+async def test_fetch_other_scheme_with_http_allowed_does_not_advise_allowing_http(
+    url: str,
+) -> None:
+    """With PARLEY_JWKS_ALLOW_HTTP already on, the refusal names what is allowed instead."""
+    fetcher, client = mock_fetcher(lambda _: httpx.Response(200, json=JWKS), "93.184.216.34",
+                                   allow_http=True)  # fmt: skip
+    async with client:
+        with pytest.raises(JwksFetchError) as caught:
+            await fetcher.fetch(url)
+    assert "https or http" in caught.value.message
+    assert "PARLEY_JWKS_ALLOW_HTTP" not in caught.value.message
+
+
 async def test_fetch_connection_error_is_safe_fetch_error() -> None:
     def handler(request: httpx.Request) -> httpx.Response:
         raise httpx.ConnectError("connection refused to 93.184.216.34")

@@ -282,6 +282,15 @@ async def test_try_acquire_once_per_window(backend: Backend) -> None:
     assert await throttle.try_acquire("org_1", window_seconds=TTL) is False
 
 
+async def test_seconds_left_of_the_open_window(backend: Backend) -> None:
+    """What a refused caller may wait before the window closes (the JWKS miss rule)."""
+    throttle = backend.throttle()
+    assert await throttle.seconds_left("org_1") == 0
+    await throttle.try_acquire("org_1", window_seconds=60)
+    assert 59 <= await backend.throttle().seconds_left("org_1") <= 60
+    assert await throttle.seconds_left("org_2") == 0
+
+
 @pytest.mark.parametrize("window_seconds", [0, -1])
 async def test_try_acquire_empty_window_refused(backend: Backend, window_seconds: float) -> None:
     with pytest.raises(ValueError, match="window_seconds"):

@@ -7,6 +7,7 @@ stores and the clock are injected. Customer backends use `generate_key_pair` and
 """
 
 from parley.jwt.cache import (
+    NO_USABLE_KEY,
     CachedIssuerResolver,
     JwksSource,
     KeyCache,
@@ -67,6 +68,7 @@ __all__ = [
     "ALGORITHMS",
     "DEFAULT_MAX_LIFETIME_SECONDS",
     "MAX_TOKEN_BYTES",
+    "NO_USABLE_KEY",
     "SKEW_SECONDS",
     "Algorithm",
     "CachedIssuerResolver",

@@ -8,7 +8,9 @@ Defaults and limits:
 - fetches caused by misses or expiry happen at most once per 30 s per organization, through
   the injected `Throttle`, so the bound holds across instances when it is Redis-backed; an
   instance that loses that race reads the set its peer stored. Within one instance a miss
-  consults the throttle and the store at most once per 5 s, so random `kid`s cost no I/O;
+  consults the throttle and the store at most once per 5 s, so random `kid`s cost no I/O,
+  and never later than the throttle's window closes: a miss after 30 s without a fetch
+  fetches at once. Loading the stored set or an explicit refresh is no miss check;
 - `refresh` (for `PUT /v1/auth/jwt` and `POST /v1/auth/jwt/refresh`) bypasses the throttle;
   its caller may hand it the store to write the result through (e.g. one that records the
   refresh in the same transaction): that write is then part of the refresh, so its failure
@@ -102,12 +104,17 @@ class _Entry:
     fetched_at: float | None  # last successful fetch; None for static keys or none yet
     expires_at: float  # when a refresh is due
     usable_until: float  # fetched_at + 24 h; infinite for static keys; 0 when there are none
-    checked_at: float  # last time a miss consulted the throttle, the store or the URL
+    quiet_until: float  # until then a miss consults neither the throttle, the store nor the URL
     error: str | None = None
 
     @classmethod
     def fetched(
-        cls, source: KeySource, jwks: StoredJwks, *, now: float, keys: KeySet | None = None
+        cls,
+        source: KeySource,
+        jwks: StoredJwks,
+        *,
+        quiet_until: float = -math.inf,
+        keys: KeySet | None = None,
     ) -> _Entry:
         return cls(
             source=source,
@@ -115,19 +122,19 @@ class _Entry:
             fetched_at=jwks.fetched_at,
             expires_at=jwks.fetched_at + jwks.max_age_seconds,
             usable_until=jwks.fetched_at + STALE_SERVING_SECONDS,
-            checked_at=now,
+            quiet_until=quiet_until,
             error=jwks.error,
         )
 
     @classmethod
     def static(cls, source: KeySource, *, now: float) -> _Entry:
         keys = load_jwks({"keys": list(source.static_keys)})
-        return cls(source, keys, None, math.inf, math.inf, checked_at=now)
+        return cls(source, keys, None, math.inf, math.inf, quiet_until=now + LOCAL_RECHECK_SECONDS)
 
     @classmethod
-    def missing(cls, source: KeySource, *, now: float) -> _Entry:
+    def missing(cls, source: KeySource, *, quiet_until: float) -> _Entry:
         """No key set at all, remembered so that misses stay throttled locally too."""
-        return cls(source, KeySet(), None, 0.0, 0.0, checked_at=now)
+        return cls(source, KeySet(), None, 0.0, 0.0, quiet_until=quiet_until)
 
 
 class KeyCache:
@@ -151,7 +158,7 @@ class KeyCache:
         entry = self._entries.get(source.org_id)
         now = self._clock.time()
         if entry is not None and (entry.source is source or entry.source == source):
-            recently_checked = now - entry.checked_at < LOCAL_RECHECK_SECONDS
+            recently_checked = now < entry.quiet_until
             if now < entry.expires_at:
                 found = entry.keys.get(kid, alg)
                 if found is not None or recently_checked:
@@ -181,9 +188,6 @@ class KeyCache:
         if entry is None:
             entry = await self._load(source)
             if entry is not None:
-                # Showing the keys is not a miss check: an unknown kid right after must
-                # still refresh at once (API.md section 7).
-                entry.checked_at = -math.inf
                 self._entries[source.org_id] = entry
         if entry is None:
             return KeySetView(keys=(), fetched_at=None, error=None)
@@ -230,23 +234,27 @@ class KeyCache:
                 entry is not None and now < entry.expires_at and entry.keys.get(kid, alg)
             ):
                 return
-        elif now - entry.checked_at < LOCAL_RECHECK_SECONDS:
+        elif now < entry.quiet_until:
             return
         if source.jwks_url is None:  # static keys: nothing to fetch
             if entry is not None:
-                entry.checked_at = now
+                entry.quiet_until = now + LOCAL_RECHECK_SECONDS
             return
         throttle_key = f"jwks-fetch:{source.org_id}"
         window = MISS_FETCH_INTERVAL_SECONDS
         if await self._throttle.try_acquire(throttle_key, window_seconds=window):
             await self._fetch(source, source.jwks_url, explicit=False)
             return
+        # Quiet locally for a while, but never past the window: then a miss fetches again.
+        left = await self._throttle.seconds_left(throttle_key)
+        quiet_until = now + min(LOCAL_RECHECK_SECONDS, left)
         if entry is None:
-            self._entries[source.org_id] = _Entry.missing(source, now=now)
+            self._entries[source.org_id] = _Entry.missing(source, quiet_until=quiet_until)
             return
-        entry.checked_at = now
+        entry.quiet_until = quiet_until
         stored = await self._load(source)
         if stored is not None and (stored.fetched_at or 0) > (entry.fetched_at or 0):
+            stored.quiet_until = quiet_until
             self._entries[source.org_id] = stored  # a peer instance fetched a newer set
 
     async def _load(self, source: KeySource) -> _Entry | None:
@@ -256,7 +264,7 @@ class KeyCache:
         stored = await self._store.load(source.org_id)
         if stored is None or stored.url != source.jwks_url:
             return None
-        return _Entry.fetched(source, stored, now=now)
+        return _Entry.fetched(source, stored)  # loading is no miss check: quiet_until -inf
 
     async def _fetch(
         self, source: KeySource, url: str, *, explicit: bool, store: KeySetStore | None = None
@@ -285,11 +293,14 @@ class KeyCache:
                     source.org_id,
                 )
             now = self._clock.time()
+            quiet_until = -math.inf if explicit else now + LOCAL_RECHECK_SECONDS
             entry = self._current(source)
             if entry is None:
-                entry = self._entries[source.org_id] = _Entry.missing(source, now=now)
-            entry.error, entry.checked_at = error, now
-            entry.expires_at = min(entry.expires_at, now)
+                entry = _Entry.missing(source, quiet_until=quiet_until)
+                self._entries[source.org_id] = entry
+            entry.error, entry.expires_at = error, min(entry.expires_at, now)
+            if not explicit:
+                entry.quiet_until = quiet_until
             if explicit:
                 raise
             return
@@ -303,8 +314,11 @@ class KeyCache:
                 "jwks of org %s fetched but not stored",
                 source.org_id,
             )
+        # After a miss's fetch the throttle's window is ours for 30 s: stay quiet a while.
+        # A refresh is no miss check: a miss right after it may still fetch.
+        quiet_until = -math.inf if explicit else stored.fetched_at + LOCAL_RECHECK_SECONDS
         self._entries[source.org_id] = _Entry.fetched(
-            source, stored, now=stored.fetched_at, keys=keys
+            source, stored, quiet_until=quiet_until, keys=keys
         )
 
     @staticmethod

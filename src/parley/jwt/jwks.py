@@ -45,6 +45,7 @@ HTTPS_REQUIRED: Final = (
     "The JWKS URL must use https "
     "(set PARLEY_JWKS_ALLOW_HTTP=true to allow http, e.g. for local testing)."
 )
+HTTPS_OR_HTTP_REQUIRED: Final = "The JWKS URL must use https or http."
 PUBLIC_ADDRESSES_REQUIRED: Final = (
     "The JWKS host must resolve to public addresses only "
     "(set PARLEY_JWKS_ALLOW_PRIVATE_NETWORKS=true to allow private, loopback and link-local "
@@ -132,9 +133,10 @@ class JwksFetcher:
             parsed = httpx.URL(url)
         except (httpx.InvalidURL, TypeError, ValueError):  # UnicodeError is a ValueError
             raise JwksFetchError("The JWKS URL is not a valid URL.") from None
-        allowed = ("https", "http") if self._allow_http else ("https",)
-        if parsed.scheme not in allowed:
+        if parsed.scheme == "http" and not self._allow_http:
             raise JwksFetchError(HTTPS_REQUIRED)
+        if parsed.scheme not in ("https", "http"):
+            raise JwksFetchError(HTTPS_OR_HTTP_REQUIRED if self._allow_http else HTTPS_REQUIRED)
         if not parsed.host or parsed.userinfo:
             raise JwksFetchError("The JWKS URL must name a host and no credentials.")
         return parsed

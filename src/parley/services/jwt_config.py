@@ -219,7 +219,7 @@ async def put_jwt_config(
     elif config.jwks_url is not None:
         fetched = await ctx.jwt.fetcher.fetch(config.jwks_url)
         if not len(jwt.load_jwks(fetched.document)):
-            raise ValidationFailed(param_errors={"jwks_url": "the JWKS holds no usable key"})
+            raise jwt.JwksFetchError(jwt.NO_USABLE_KEY)  # a failed fetch, as on a refresh
         document, fetched_at, max_age = fetched.document, ctx.clock.time(), fetched.max_age_seconds
     async with ctx.db.transaction(config_repo.UNIQUE_VIOLATIONS) as session:
         taken = await config_repo.issuers_taken_elsewhere(session, issuers, org_id)

@@ -58,3 +58,7 @@ class Throttle(Protocol):
     async def try_acquire(self, key: str, *, window_seconds: float) -> bool:
         """Return True, and start the window, if the action on `key` may run now."""
         ...
+
+    async def seconds_left(self, key: str) -> float:
+        """Return how long the open window of `key` lasts yet (0 when none is open)."""
+        ...

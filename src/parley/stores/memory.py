@@ -48,6 +48,12 @@ class _Expiring(Generic[V]):
         self.purge(now=now)
         return key in self._entries
 
+    def deadline(self, key: str, *, now: float) -> float | None:
+        """Return when `key` vanishes, or None if it is not alive at `now`."""
+        self.purge(now=now)
+        entry = self._entries.get(key)
+        return None if entry is None else entry[0]
+
     def put(self, key: str, value: V, *, deadline: float, now: float) -> None:
         """Store `value` until `deadline`, or the key's current deadline if that is later.
 
@@ -176,3 +182,9 @@ class MemoryThrottle:
             return False
         self._windows.put(key, None, deadline=now + window_seconds, now=now)
         return True
+
+    async def seconds_left(self, key: str) -> float:
+        """Return how long the open window of `key` lasts yet (0 when none is open)."""
+        now = self._clock.monotonic()
+        deadline = self._windows.deadline(key, now=now)
+        return 0.0 if deadline is None else deadline - now

@@ -292,3 +292,10 @@ class RedisThrottle:
         with _unavailable_on_redis_errors():
             created = await self._client.set(name, 1, nx=True, px=window_ms)
         return bool(created)
+
+    async def seconds_left(self, key: str) -> float:
+        """Return how long the open window of `key` lasts yet (0 when none is open)."""
+        name = _redis_key(self._prefix, "throttle", key)
+        with _unavailable_on_redis_errors():
+            left_ms = await self._client.pttl(name)  # -2: no key; -1: no expiry (not ours)
+        return max(0, int(left_ms)) / 1000
