@@ -22,8 +22,13 @@ from parley.jwt import JwksFetcher, KeyCache
 from parley.services.context import Context, Instance, JwtRuntime
 from parley.services.credential_cache import MAX_ENTRIES, CredentialCache
 from parley.services.jwt_config import DatabaseKeySetStore, IssuerDirectory
-from parley.stores import RateLimiter, ReplayGuard, Revocations, Throttle
-from parley.stores.memory import MemoryRateLimiter, MemoryRevocations, MemoryThrottle
+from parley.stores import RateLimiter, ReplayGuard, Revocations, StoreHealth, Throttle
+from parley.stores.memory import (
+    MemoryRateLimiter,
+    MemoryRevocations,
+    MemoryStoreHealth,
+    MemoryThrottle,
+)
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +63,7 @@ class _Stores:
     revocations: Revocations
     throttle: Throttle
     sign_in_limiter: RateLimiter
+    health: StoreHealth
 
 
 @asynccontextmanager
@@ -106,6 +112,7 @@ async def open_context(options: RuntimeOptions, *, clock: Clock) -> AsyncIterato
             jwt=runtime,
             revocations=stores.revocations,
             sign_in_limiter=stores.sign_in_limiter,
+            store_health=stores.health,
             instance=Instance(
                 id=options.instance_id or new_instance_id(),
                 lease_seconds=options.conversation_lease_seconds,
@@ -135,12 +142,14 @@ async def _open_stores(
             revocations=MemoryRevocations(clock),
             throttle=MemoryThrottle(clock),
             sign_in_limiter=MemoryRateLimiter(*SIGN_IN_RATE, clock),
+            health=MemoryStoreHealth(),
         )
     # redis-py loads only when Redis is configured.
     from parley.stores.redis import (
         RedisRateLimiter,
         RedisReplayGuard,
         RedisRevocations,
+        RedisStoreHealth,
         RedisThrottle,
         connect_redis,
     )
@@ -158,4 +167,5 @@ async def _open_stores(
         revocations=RedisRevocations(client),
         throttle=RedisThrottle(client),
         sign_in_limiter=RedisRateLimiter(*SIGN_IN_RATE, client),
+        health=RedisStoreHealth(client),
     )

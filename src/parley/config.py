@@ -89,6 +89,7 @@ class Settings(BaseSettings):
             return None
         if urlsplit(value).scheme not in ("redis", "rediss", "unix"):
             raise ValueError("PARLEY_REDIS_URL must be a redis://, rediss:// or unix:// URL")
+        _check_port(value)
         return value
 
     @field_validator("public_url")
@@ -140,4 +141,23 @@ def normalize_database_url(value: str) -> str:
     }
     if scheme not in drivers:
         raise ValueError("PARLEY_DATABASE_URL must name SQLite or PostgreSQL")
+    if drivers[scheme].startswith("sqlite"):
+        database = rest.removeprefix("/").partition("?")[0]
+        if database in ("", ":memory:"):
+            raise ValueError(
+                "PARLEY_DATABASE_URL names an in-memory SQLite database, gone when the process "
+                "ends: name a file, e.g. sqlite:///parley.db"
+            )
+    else:
+        _check_port(value)
     return f"{drivers[scheme]}://{rest}"
+
+
+def _check_port(url: str) -> None:
+    """Refuse a port that is not a number from 1 to 65535 (urlsplit says why)."""
+    try:
+        port = urlsplit(url).port
+    except ValueError as error:  # "Port out of range 0-65535", "Port could not be cast…"
+        raise ValueError(f"has an invalid port: {error}") from None
+    if port == 0:
+        raise ValueError("has an invalid port: 0")

@@ -46,6 +46,17 @@ async def test_create_session_token_invalid_400(tenant: Tenant, body: dict[str, 
     assert_error(response, 400, "validation_error")
 
 
+async def test_create_session_token_bad_conversation_id_reported_under_its_field(
+    tenant: Tenant,
+) -> None:
+    """`param_errors` names the field of the body: `conversation_ids.1`, not `id`."""
+    response = await tenant.client.post(
+        "/v1/auth/session_token", json={"conversation_ids": ["ok-1", "bad id"]}
+    )
+    body = assert_error(response, 400, "validation_error")
+    assert set(body["param_errors"]) == {"conversation_ids.1"}
+
+
 async def test_session_token_may_read_conversations_only(
     tenant: Tenant, make_agent: MakeAgent, client: httpx.AsyncClient
 ) -> None:

@@ -6,13 +6,16 @@ Each test runs the real command line in a subprocess, as an operator would.
 
 from __future__ import annotations
 
+import asyncio
 import os
+import secrets
 import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+import asyncpg
 import pytest
 from sqlalchemy.engine import make_url
 from tests import databases
@@ -237,3 +240,104 @@ def test_serve_first_key_message_tells_how_to_make_another(tmp_path: Path) -> No
         process.wait(15)
         if process.stdout is not None:
             process.stdout.close()
+
+
+def test_serve_rule_across_variables_names_them_and_shows_no_value(tmp_path: Path) -> None:
+    """A rule across variables has every value as its input: none may be printed."""
+    result = parley(
+        "serve",
+        cwd=tmp_path,
+        PARLEY_LLM_BASE_URL="http://127.0.0.1:9/v1",
+        PARLEY_LLM_API_KEY=PASSWORD,
+        PARLEY_METRICS_TOKEN=PASSWORD * 3,
+        PARLEY_DATABASE_URL=f"postgresql://parley:{PASSWORD}@127.0.0.1:5432/parley",
+    )
+    assert_clear_refusal(result, 2, "PARLEY_LLM_BASE_URL is set: set PARLEY_LLM_MODEL too")
+    assert "PARLEY_?" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "reason"),
+    [
+        ("PARLEY_DATABASE_URL", f"postgresql://u:{PASSWORD}@127.0.0.1:99999/d", "out of range"),
+        ("PARLEY_DATABASE_URL", "postgresql://u@127.0.0.1:notaport/d", "notaport"),
+        ("PARLEY_REDIS_URL", "redis://127.0.0.1:99999/0", "out of range"),
+    ],
+    ids=["database-port-range", "database-port-text", "redis-port-range"],
+)
+def test_serve_url_with_invalid_port_names_variable_exit_2(
+    tmp_path: Path, variable: str, value: str, reason: str
+) -> None:
+    result = parley("serve", cwd=tmp_path, **{variable: value})
+    assert_clear_refusal(result, 2, f"  {variable}=", "has an invalid port", reason)
+
+
+@pytest.mark.parametrize("url", ["sqlite://", "sqlite:///", "sqlite:///:memory:"])
+@pytest.mark.parametrize("command", [("serve",), ("migrate",), ("orgs", "create", "acme")])
+def test_in_memory_sqlite_refused_exit_2(
+    tmp_path: Path, url: str, command: tuple[str, ...]
+) -> None:
+    """An in-memory database is gone when the command ends: no key may be printed for it."""
+    result = parley(*command, cwd=tmp_path, PARLEY_DATABASE_URL=url)
+    assert_clear_refusal(result, 2, f"  PARLEY_DATABASE_URL='{url}': ", "in-memory")
+    assert "parley_sk_" not in result.stdout
+
+
+def test_serve_sqlite_file_that_cannot_be_created_names_it_exit_3(tmp_path: Path) -> None:
+    """The directory exists, yet no file can be made there (even as root, in /proc)."""
+    result = parley("serve", cwd=tmp_path, PARLEY_DATABASE_URL="sqlite:////proc/parley-test.db")
+    assert_clear_refusal(
+        result, 3, "PARLEY_DATABASE_URL=sqlite:////proc/parley-test.db", "cannot create"
+    )
+    assert "Try again later" not in result.stderr
+
+
+@pytest.mark.postgres
+def test_migrate_postgres_role_without_rights_names_variable_exit_3(tmp_path: Path) -> None:
+    """A role that may connect but not create tables: exit 3 with the database's reason."""
+    admin = databases.postgres_admin_url()
+    if admin is None:
+        pytest.fail("this test needs the PostgreSQL named by PARLEY_TEST_DATABASE_URL")
+    suffix = secrets.token_hex(4)
+    role, database = f"parley_norights_{suffix}", f"parley_norights_{suffix}"
+    admin_dsn = make_url(admin).set(drivername="postgresql").render_as_string(hide_password=False)
+
+    async def admin_sql(*statements: str) -> None:
+        connection = await asyncpg.connect(admin_dsn)
+        try:
+            for statement in statements:
+                await connection.execute(statement)
+        finally:
+            await connection.close()
+
+    asyncio.run(
+        admin_sql(
+            f"CREATE ROLE {role} LOGIN PASSWORD '{PASSWORD}'",
+            f"CREATE DATABASE {database}",
+            f"REVOKE CREATE ON DATABASE {database} FROM PUBLIC",
+        )
+    )
+    try:
+        url = postgres_url(username=role, password=PASSWORD, database=database)
+        result = parley("migrate", cwd=tmp_path, PARLEY_DATABASE_URL=url)
+        assert_clear_refusal(
+            result,
+            3,
+            f"PARLEY_DATABASE_URL=postgresql://{role}:****@",
+            "the schema could not be brought up to date",
+            "permission denied",
+        )
+    finally:
+        asyncio.run(admin_sql(f"DROP DATABASE IF EXISTS {database}", f"DROP ROLE IF EXISTS {role}"))
+
+
+def test_serve_env_file_that_cannot_be_parsed_refused_exit_2(tmp_path: Path) -> None:
+    """python-dotenv skips a bad line with a warning: the service would start on defaults
+    (a new database, a new key). The line's text is not shown: it may hold a secret."""
+    (tmp_path / ".env").write_text(
+        f"PARLEY_LOG_LEVEL=info\nPARLEY_LLM_API_KEY {PASSWORD}\nPARLEY_STT=none\n",
+        encoding="utf-8",
+    )
+    result = parley("serve", cwd=tmp_path)
+    assert_clear_refusal(result, 2, "./.env cannot be parsed at line 2")
+    assert not (tmp_path / "parley.db").exists()

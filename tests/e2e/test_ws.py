@@ -283,6 +283,68 @@ async def test_ws_rest_end_closes_socket_1000(server: Server, customer: Customer
     assert ended["ended_at"] is not None
 
 
+async def test_ws_jwt_ends_its_own_conversation_over_rest(
+    server: Server, customer: Customer
+) -> None:
+    """API.md section 1: a JWT acts on the REST endpoints under `/v1/conversations/{id}`
+    (its own conversation only); a session token only opens and reads."""
+    async with connect(f"{server.ws}/v1/sts/ws?jwt={customer.jwt('self-end')}") as ws:
+        await configure(ws, customer.agent)
+        async with httpx.AsyncClient(base_url=server.http) as http:
+            other = await http.post(
+                "/v1/conversations/self-end/end",
+                headers={"Authorization": f"Bearer {customer.jwt('another-one')}"},
+            )
+            token = (await customer.session_token())["session_token"]
+            by_session_token = await http.post(
+                "/v1/conversations/self-end/end", headers={"Authorization": f"Bearer {token}"}
+            )
+            ended = await http.post(
+                "/v1/conversations/self-end/end",
+                headers={"Authorization": f"Bearer {customer.jwt('self-end')}"},
+            )
+        code, _reason = await until_closed(ws)
+    assert (other.status_code, other.json()["error"]["code"]) == (403, "conversation_id_mismatch")
+    assert (by_session_token.status_code, by_session_token.json()["error"]["code"]) == (
+        403,
+        "insufficient_scope",
+    )
+    assert ended.json() == {"success": True}
+    assert code == 1000
+    body = (await customer.api.get("/v1/conversations/self-end")).json()["conversation"]
+    assert body["status"] == "ended"
+
+
+@pytest.mark.parametrize("second_by", ["jwt", "session_token"])
+async def test_ws_second_socket_on_a_live_conversation_refused_first_runs_on(
+    server: Server, customer: Customer, second_by: str
+) -> None:
+    """One socket per conversation, whatever credential opens the second: it gets
+    `conversation_exists` and 1008; the first runs on, and the conversation stays `live`
+    until the first one closes (never `ended` while a socket still adds items)."""
+    async with connect(f"{server.ws}/v1/sts/ws?jwt={customer.jwt('only-once')}") as first:
+        await configure(first, customer.agent)
+        if second_by == "jwt":
+            url = f"{server.ws}/v1/sts/ws?jwt={customer.jwt('only-once')}"
+        else:
+            token = (await customer.session_token())["session_token"]
+            url = f"{server.ws}/v1/sts/ws?session_token={token}&conversation_id=only-once"
+        async with connect(url) as second:
+            await second.send(json.dumps({"type": "config", "agent": customer.agent}))
+            error = await receive(second)
+            code, _reason = await until_closed(second)
+        assert error["type"] == "error"
+        assert error["error"]["code"] == "conversation_exists"
+        assert code == 1008
+        still = (await customer.api.get("/v1/conversations/only-once")).json()["conversation"]
+        assert still["status"] == "live"
+        await first.send(json.dumps({"type": "say", "text": "Still here."}))
+        assert any(
+            m["type"] == "audio_chunk"
+            for m in await receive_until(first, "assistant_finished_speaking")
+        )
+
+
 # --- malformed input ---------------------------------------------------------------------------
 
 

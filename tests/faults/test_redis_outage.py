@@ -130,6 +130,23 @@ async def refused_status(url: str, headers: dict[str, str] | None = None) -> int
     return status
 
 
+async def test_health_says_redis_is_gone_while_it_is_then_ok_again(fleet: Fleet) -> None:
+    """Issue #12: a fleet whose Redis is gone refuses every JWT, so `/health` is 503 and
+    names Redis; with Redis back it is 200 again."""
+    async with httpx.AsyncClient(base_url=fleet.serve.http) as http:
+        assert (await http.get("/health")).json() == {"status": "ok", "database": "sqlite"}
+        fleet.redis.stop()
+        down = await http.get("/health")
+        assert down.status_code == 503, down.text
+        assert down.json()["error"]["code"] == "service_unavailable"
+        assert "Redis (PARLEY_REDIS_URL) does not answer" in down.json()["error"]["message"]
+        fleet.redis.start()
+        deadline = time.monotonic() + 10
+        while (back := await http.get("/health")).status_code != 200:
+            assert time.monotonic() < deadline, back.text
+            await asyncio.sleep(0.2)
+
+
 async def test_redis_restarted_within_bound_live_sockets_ride_it_out(fleet: Fleet) -> None:
     opened = await open_sockets(fleet)
     token = (await fleet.session_token())["session_token"]

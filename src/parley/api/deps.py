@@ -80,6 +80,21 @@ async def get_conversation_principal(
 
 ConversationPrincipal = Annotated[Principal, Depends(get_conversation_principal)]
 
+
+async def get_conversation_manager(
+    request: Request, ctx: Ctx, conversation_id: ConversationId
+) -> Principal:
+    """Who may end a conversation: an API key, or a JWT that names it (API.md section 1: a
+    JWT acts on the REST endpoints under `/v1/conversations/{id}`); a session token only
+    opens and reads."""
+    credential = presented_credential(request.headers.getlist("authorization"))
+    return await authenticate(
+        ctx, credential, accepts=frozenset({"api_key", "jwt"}), conversation_id=conversation_id
+    )
+
+
+ConversationManager = Annotated[Principal, Depends(get_conversation_manager)]
+
 ProjectParam = Annotated[
     Label | None,
     Query(description="Project name or ID (default `main`); used only when nameOrId is a name."),

@@ -19,6 +19,7 @@ import json
 import os
 import sys
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
@@ -34,7 +35,7 @@ T = TypeVar("T")
 
 JsonOption = typer.Option(False, "--json", help="Print the result as JSON.")
 EXIT_FAILED, EXIT_INVALID_CONFIGURATION, EXIT_DEPENDENCY_UNAVAILABLE = 1, 2, 3
-SECRET_VARIABLES = frozenset({"PARLEY_METRICS_TOKEN"})
+SECRET_VARIABLES = frozenset({"PARLEY_METRICS_TOKEN", "PARLEY_LLM_API_KEY"})
 _debug = False
 
 
@@ -84,6 +85,13 @@ def load_settings() -> Settings:
 
     from parley.config import Settings
 
+    if unparsable := _unparsable_env_lines(Path(".env")):
+        lines = ", ".join(map(str, unparsable))
+        fail(
+            f"invalid configuration: ./.env cannot be parsed at line {lines} (expected "
+            "NAME=value): fix it, or nothing of it would apply",
+            EXIT_INVALID_CONFIGURATION,
+        )
     try:
         return Settings()
     except ValidationError as error:
@@ -92,12 +100,30 @@ def load_settings() -> Settings:
         fail(f"invalid configuration: {error}", EXIT_INVALID_CONFIGURATION)
 
 
+def _unparsable_env_lines(path: Path) -> list[int]:
+    """The lines of a `.env` file that python-dotenv would skip with only a warning (their
+    text is not shown: it may hold a secret)."""
+    if not path.is_file():
+        return []
+    from dotenv.parser import parse_stream
+
+    try:
+        with path.open(encoding="utf-8") as stream:
+            return [binding.original.line for binding in parse_stream(stream) if binding.error]
+    except (OSError, UnicodeDecodeError) as error:
+        fail(f"invalid configuration: ./.env cannot be read ({error})", EXIT_INVALID_CONFIGURATION)
+
+
 def _validation_lines(error: ValidationError) -> str:
     lines = ["invalid configuration:"]
     for item in error.errors():
-        field = str(item["loc"][0]) if item.get("loc") else "?"
-        variable = f"PARLEY_{field.upper()}"
         message = str(item.get("msg", "is invalid")).removeprefix("Value error, ")
+        if not item.get("loc"):
+            # A rule across variables: its message names them; its input is every value
+            # (secrets included), so none is shown.
+            lines.append(f"  {message}")
+            continue
+        variable = f"PARLEY_{str(item['loc'][0]).upper()}"
         message = message.removeprefix(f"{variable} ")
         value = shown_value(variable, item.get("input"))
         lines.append(f"  {variable}={value}: {message}")
@@ -150,7 +176,7 @@ def run_with_context(
         async with open_context(runtime_options(settings), clock=SystemClock()) as ctx:
             return await use(ctx)
 
-    return run(main(), as_json=as_json)
+    return run(main(), settings, as_json=as_json)
 
 
 def run_with_database(
@@ -176,7 +202,7 @@ def run_with_database(
         async with open_database_context(options, clock=SystemClock()) as ctx:
             return await use(ctx)
 
-    return run(main(), as_json=as_json)
+    return run(main(), settings, as_json=as_json)
 
 
 def run_migration(settings: Settings) -> None:
@@ -186,13 +212,14 @@ def run_migration(settings: Settings) -> None:
         await check_dependencies(settings)
         await migrate_database(settings.database_url)
 
-    run(main())
+    run(main(), settings)
 
 
-def run(work: Awaitable[T], *, as_json: bool = False) -> T:
+def run(work: Awaitable[T], settings: Settings, *, as_json: bool = False) -> T:
     """Run `work` to completion; turn failures into a message and an exit code."""
     import asyncio
 
+    from parley.db.migrate import MigrationFailed
     from parley.errors import ParleyError
 
     async def main() -> T:
@@ -200,6 +227,13 @@ def run(work: Awaitable[T], *, as_json: bool = False) -> T:
 
     try:
         return asyncio.run(main())
+    except MigrationFailed as error:
+        _trace(error)
+        value = mask_url(variable_as_set("PARLEY_DATABASE_URL", settings.database_url))
+        fail(
+            f"PARLEY_DATABASE_URL={value}: the schema could not be brought up to date: {error}",
+            EXIT_DEPENDENCY_UNAVAILABLE,
+        )
     except ParleyError as error:
         _print_refusal(error, as_json=as_json)
         raise typer.Exit(EXIT_FAILED) from None

@@ -17,8 +17,10 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DBAPIError
 
 from parley.db.errors import translated
+from parley.errors import Unavailable
 
 if TYPE_CHECKING:
     from alembic.config import Config
@@ -58,16 +60,35 @@ def head_revision() -> str:
     return heads.pop()
 
 
+class MigrationFailed(Exception):
+    """The database refused the migration (e.g. a role without rights); the message is the
+    database's reason, without the URL."""
+
+
 async def upgrade(engine: AsyncEngine, revision: str = "head") -> None:
-    """Migrate the database to `revision` (default: the newest)."""
+    """Migrate the database to `revision` (default: the newest); raise MigrationFailed with
+    the database's reason when it refuses or cannot be reached."""
     from alembic import command
 
     def run(connection: Connection) -> None:
         command.upgrade(alembic_config(connection), revision)
 
-    with translated():
-        async with engine.begin() as connection:
-            await connection.run_sync(run)
+    try:
+        with translated():
+            async with engine.begin() as connection:
+                await connection.run_sync(run)
+    except (DBAPIError, Unavailable) as error:
+        raise MigrationFailed(_reason(error)) from error
+
+
+def _reason(error: BaseException) -> str:
+    """The driver's own first line behind `error` (Unavailable hides it as its context)."""
+    seen: BaseException | None = error
+    while seen is not None:
+        if isinstance(seen, DBAPIError):
+            return (str(seen.orig).strip().splitlines() or [type(seen.orig).__name__])[0]
+        seen = seen.__cause__ or seen.__context__
+    return str(error)
 
 
 async def upgrade_if_needed(engine: AsyncEngine) -> bool:

@@ -44,6 +44,7 @@ def probe_sqlite(database: str | None) -> None:
     if not path.exists():
         if not os.access(directory, os.W_OK | os.X_OK):
             raise DatabaseProbeFailed(f"cannot create {path}: the directory is not writable")
+        _create_sqlite(path)  # what access() cannot tell (root in /proc, a read-only mount)
         return
     if path.is_dir():
         raise DatabaseProbeFailed(f"{path} is a directory, not a database file")
@@ -57,6 +58,18 @@ def probe_sqlite(database: str | None) -> None:
             connection.close()
     except sqlite3.DatabaseError as error:
         raise DatabaseProbeFailed(f"{path} is not a usable SQLite database ({error})") from error
+
+
+def _create_sqlite(path: Path) -> None:
+    """Create the database file now, as serving would, or say why it cannot be."""
+    try:
+        connection = sqlite3.connect(f"file:{path}?mode=rwc", uri=True, timeout=1.0)
+        try:
+            connection.execute("PRAGMA user_version = 0")  # a write: the file must exist
+        finally:
+            connection.close()
+    except sqlite3.DatabaseError as error:
+        raise DatabaseProbeFailed(f"cannot create {path} ({error})") from error
 
 
 async def probe_postgres(url: URL, *, wait_seconds: float = TIMEOUT_SECONDS) -> None:

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     # Annotations only: the operator commands import this module without loading them.
     from parley.jwt import JwksFetcher, KeyCache
     from parley.services.jwt_config import IssuerDirectory
-    from parley.stores.base import RateLimiter, ReplayGuard, Revocations
+    from parley.stores.base import RateLimiter, ReplayGuard, Revocations, StoreHealth
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +58,8 @@ class Context(DatabaseContext):
     revocations: Revocations
     sign_in_limiter: RateLimiter
     """Failed dashboard sign-ins per client address (services/dashboard.py)."""
+    store_health: StoreHealth
+    """Whether the stores shared by the instances answer (services/health.py)."""
     instance: Instance
     credential_cache: CredentialCache = field(default_factory=CredentialCache)
     """API keys and session tokens already seen (services/credential_cache.py)."""

@@ -29,10 +29,10 @@ wherever it is, to see it (watchdogs look every 0.5 s; a store outage longer tha
 closes sockets anyway), short enough that ended conversations do not pile up in it."""
 
 
-def check_conversation_id(conversation_id: str) -> str:
-    """Refuse a customer-chosen conversation ID of the wrong shape (400)."""
+def check_conversation_id(conversation_id: str, *, field: str = "id") -> str:
+    """Refuse a customer-chosen conversation ID of the wrong shape (400, under `field`)."""
     if not is_valid_conversation_id(conversation_id):
-        raise ValidationFailed(param_errors={"id": CONVERSATION_ID_RULE})
+        raise ValidationFailed(param_errors={field: CONVERSATION_ID_RULE})
     return conversation_id
 
 
@@ -186,7 +186,7 @@ async def start_live(
         else:
             if state.status == "ended":
                 raise ConversationEnded()
-            if state.status == "live" and not create_if_missing:
+            if state.status == "live":  # one socket per conversation, whatever opened it
                 raise ConversationExists("The conversation is already live.")
             if state.agent_id not in (None, agent_record.id):
                 raise ValidationFailed(param_errors={"agent": "is not the conversation's agent"})

@@ -45,8 +45,8 @@ async def create_session_token(
     if conversation_ids is not None:
         if len(conversation_ids) > MAX_CONVERSATION_IDS:
             raise ValidationFailed(param_errors={"conversation_ids": "at most 100"})
-        for conversation_id in conversation_ids:
-            check_conversation_id(conversation_id)
+        for index, conversation_id in enumerate(conversation_ids):
+            check_conversation_id(conversation_id, field=f"conversation_ids.{index}")
     secret = credentials.new_session_token()
     now = utcnow(ctx.clock)
     token = SessionToken(

@@ -1,5 +1,5 @@
 """Shared ephemeral state, behind small interfaces (base.py): replay records, rate limits,
-revocations, throttles.
+revocations, throttles, and whether they answer.
 
 The package exports only the Protocols. Implementations are chosen by the composition root
 (`parley.composition`): in-process ones (`parley.stores.memory`) for embedded mode and
@@ -7,6 +7,13 @@ tests, Redis ones (`parley.stores.redis`) for a fleet. So importing the JWT kern
 services never loads redis-py.
 """
 
-from parley.stores.base import RateDecision, RateLimiter, ReplayGuard, Revocations, Throttle
+from parley.stores.base import (
+    RateDecision,
+    RateLimiter,
+    ReplayGuard,
+    Revocations,
+    StoreHealth,
+    Throttle,
+)
 
-__all__ = ["RateDecision", "RateLimiter", "ReplayGuard", "Revocations", "Throttle"]
+__all__ = ["RateDecision", "RateLimiter", "ReplayGuard", "Revocations", "StoreHealth", "Throttle"]

@@ -52,6 +52,14 @@ class Revocations(Protocol):
         ...
 
 
+class StoreHealth(Protocol):
+    """Whether the stores shared by the instances answer (`GET /health`)."""
+
+    async def check(self) -> None:
+        """Return when the stores answer; raise Unavailable, saying which, otherwise."""
+        ...
+
+
 class Throttle(Protocol):
     """Allows an action on a key at most once per window, across every instance."""
 

@@ -166,6 +166,13 @@ class MemoryRevocations:
         return self._revoked.holds(credential_id, now=self._clock.time())
 
 
+class MemoryStoreHealth:
+    """In-process stores live in this process: when it answers, so do they."""
+
+    async def check(self) -> None:
+        """Return at once."""
+
+
 class MemoryThrottle:
     """At most one action per key per window, in this process."""
 

@@ -276,6 +276,23 @@ class RedisRevocations:
             return bool(await self._client.exists(name))
 
 
+class RedisStoreHealth:
+    """Redis answers a PING, or `/health` says that it does not."""
+
+    UNREACHABLE = "Redis (PARLEY_REDIS_URL) does not answer: tokens cannot be checked."
+
+    def __init__(self, client: Redis) -> None:
+        self._client = client
+
+    async def check(self) -> None:
+        """Return when Redis answers PING; raise Unavailable naming Redis otherwise."""
+        try:
+            with _unavailable_on_redis_errors():
+                await self._client.ping()
+        except Unavailable:
+            raise Unavailable(self.UNREACHABLE) from None
+
+
 class RedisThrottle:
     """At most one action per key per window, across every instance (`SET NX PX`)."""
 

@@ -11,6 +11,7 @@ from parley.api.deps import (
     AnyPrincipal,
     ApiKeyPrincipal,
     ConversationId,
+    ConversationManager,
     ConversationPrincipal,
     Ctx,
     CursorParam,
@@ -76,11 +77,15 @@ async def list_conversations(
     )
 
 
-@router.post("/{id}/end", response_model=SuccessOut, responses=error_responses(401, 403, 404, 503))
+@router.post(
+    "/{id}/end",
+    response_model=SuccessOut,
+    responses=error_responses(401, 403, 404, 409, 429, 503),
+)
 async def end_conversation(
-    request: Request, ctx: Ctx, principal: ApiKeyPrincipal, conversation_id: ConversationId
+    request: Request, ctx: Ctx, principal: ConversationManager, conversation_id: ConversationId
 ) -> SuccessOut:
-    """End a conversation; its live WebSocket closes with 1000."""
+    """End a conversation (API key, or its own JWT); its live WebSocket closes with 1000."""
     await conversations.end_conversation(
         ctx,
         org_id=principal.org_id,
