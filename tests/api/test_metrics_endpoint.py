@@ -50,6 +50,7 @@ async def test_metrics_scrape_finds_every_series(app: FastAPI, http: httpx.Async
     assert (await http.get("/v1/agents/main-agent", headers=key)).status_code == 404
     assert (await http.get("/v1/agents")).status_code == 401
     assert (await http.get("/nowhere/at/all")).status_code == 404
+    assert (await http.get("/examples/browser/")).status_code == 200
 
     scrape = await http.get("/metrics")
     assert scrape.status_code == 200
@@ -60,6 +61,8 @@ async def test_metrics_scrape_finds_every_series(app: FastAPI, http: httpx.Async
         'parley_http_requests_total{method="GET",route="/v1/agents/{nameOrId}",status="404"} 1.0',
         'parley_http_requests_total{method="GET",route="/v1/agents",status="401"} 1.0',
         'parley_http_requests_total{method="GET",route="unmatched",status="404"} 1.0',
+        # a mount's files by its prefix, never by the file's path
+        'parley_http_requests_total{method="GET",route="/examples/{path}",status="200"} 1.0',
         'parley_auth_refusals_total{code="unauthorized"} 1.0',
         "parley_live_conversations 0.0",
         'parley_store_errors_total{store="database"} 0.0',
@@ -126,6 +129,7 @@ async def test_metrics_labels_hold_no_credential_or_chosen_id(
                    created.org.id, keys.kid]:  # fmt: skip
         assert secret not in text, secret
     templates = set(app.openapi()["paths"]) | {"/v1/sts/ws", "/metrics", "unmatched"}
+    templates |= {"/examples/{path}", "/docs/assets/{path}", "/dashboard/static/{path}"}
     routes = set(re.findall(r'route="([^"]*)"', text))
     assert routes
     assert routes <= templates, routes - templates

@@ -21,12 +21,18 @@ UNMATCHED = "unmatched"
 
 
 def route_template(scope: Scope) -> str:
-    """The template of the route that answered (`/v1/agents/{nameOrId}`), never the path."""
+    """The template of the route that answered (`/v1/agents/{nameOrId}`), never the path;
+    for the files of a mount, its prefix (`/examples/{path}`)."""
     route = scope.get("route")
     path = getattr(route, "path", None)
-    if not isinstance(path, str):
-        return UNMATCHED
-    return path or "/"
+    if isinstance(path, str):
+        return path or "/"
+    app_root = scope.get("app_root_path")  # set by a Mount that matched, with root_path
+    if isinstance(app_root, str):
+        prefix = str(scope.get("root_path", ""))[len(app_root) :]
+        if prefix:
+            return f"{prefix}/{{path}}"
+    return UNMATCHED
 
 
 class MetricsMiddleware:
