@@ -462,7 +462,7 @@ async def test_jwt_on_api_key_only_route_leaves_jti_unused(
 ) -> None:
     token = org.token(jti="not-spent-on-a-refusal")
     headers = {"Authorization": f"Bearer {token}"}
-    for method, path in [("POST", "/v1/conversations/c1/end"), ("GET", "/v1/conversations")]:
+    for method, path in [("POST", "/v1/conversations"), ("GET", "/v1/conversations")]:
         assert_error(await http.request(method, path, headers=headers), 403, "insufficient_scope")
     assert (await read(http, token)).status_code == 200  # the jti was never recorded
     assert_error(await read(http, token), 409, "jti_replayed")
@@ -473,7 +473,7 @@ async def test_jwt_on_api_key_only_route_charges_no_rate_limit(
 ) -> None:
     headers = {"Authorization": f"Bearer {org.token()}"}
     for _ in range(40):  # twice the burst
-        response = await http.post("/v1/conversations/c1/end", headers=headers)
+        response = await http.get("/v1/conversations", headers=headers)
         assert_error(response, 403, "insufficient_scope")
     assert (await read(http, org.token())).status_code == 200
 
