@@ -7,6 +7,7 @@ expiries. Store objects built from one backend share state, as every instance sh
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Protocol
 
@@ -15,14 +16,28 @@ import pytest
 from redis.asyncio import Redis
 
 from parley.clock import Clock
-from parley.stores import RateDecision, RateLimiter, ReplayGuard, Revocations, Throttle
+from parley.stores import (
+    RateDecision,
+    RateLimiter,
+    ReplayGuard,
+    Revocations,
+    StoreHealth,
+    Throttle,
+)
 from parley.stores.memory import (
     MemoryRateLimiter,
     MemoryReplayGuard,
     MemoryRevocations,
+    MemoryStoreHealth,
     MemoryThrottle,
 )
-from parley.stores.redis import RedisRateLimiter, RedisReplayGuard, RedisRevocations, RedisThrottle
+from parley.stores.redis import (
+    RedisRateLimiter,
+    RedisReplayGuard,
+    RedisRevocations,
+    RedisStoreHealth,
+    RedisThrottle,
+)
 
 ISSUED_AT = time.time()
 """The `iat` of the claimed keys: now, after the data set of the test Redis began."""
@@ -49,6 +64,8 @@ class Backend(Protocol):
     def revocations(self) -> Revocations: ...
 
     def throttle(self) -> Throttle: ...
+
+    def health(self) -> StoreHealth: ...
 
     async def now(self) -> float:
         """Return the Unix time that decides the stores' expiries."""
@@ -82,6 +99,9 @@ class MemoryBackend:
     def throttle(self) -> Throttle:
         return self._throttle
 
+    def health(self) -> StoreHealth:
+        return MemoryStoreHealth()
+
     async def now(self) -> float:
         return self._clock.time()
 
@@ -105,6 +125,9 @@ class RedisBackend:
 
     def throttle(self) -> Throttle:
         return RedisThrottle(self._client, prefix=self._prefix)
+
+    def health(self) -> StoreHealth:
+        return RedisStoreHealth(self._client)
 
     async def now(self) -> float:
         seconds, microseconds = await self._client.time()
@@ -295,6 +318,15 @@ async def test_seconds_left_of_the_open_window(backend: Backend) -> None:
 async def test_try_acquire_empty_window_refused(backend: Backend, window_seconds: float) -> None:
     with pytest.raises(ValueError, match="window_seconds"):
         await backend.throttle().try_acquire("org_1", window_seconds=window_seconds)
+
+
+# --- Health -----------------------------------------------------------------------------
+
+
+async def test_health_check_passes_while_the_stores_answer(backend: Backend) -> None:
+    health = backend.health()
+    await asyncio.gather(*(health.check() for _ in range(5)))  # concurrent checks share one
+    await health.check()
 
 
 # --- Across stores --------------------------------------------------------------------

@@ -18,6 +18,7 @@ every OSError surfaces as `parley.errors.Unavailable`, so callers fail closed.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
 import math
@@ -42,6 +43,7 @@ __all__ = [
     "RedisRateLimiter",
     "RedisReplayGuard",
     "RedisRevocations",
+    "RedisStoreHealth",
     "RedisThrottle",
     "connect_redis",
 ]
@@ -283,9 +285,19 @@ class RedisStoreHealth:
 
     def __init__(self, client: Redis) -> None:
         self._client = client
+        self._probe: asyncio.Future[None] | None = None
 
     async def check(self) -> None:
-        """Return when Redis answers PING; raise Unavailable naming Redis otherwise."""
+        """Return when Redis answers PING; raise Unavailable naming Redis otherwise.
+
+        As `Database.check_health`: callers that ask while a PING runs share its answer, and
+        an earlier success is never trusted.
+        """
+        if self._probe is None or self._probe.done():
+            self._probe = asyncio.ensure_future(self._ping())
+        await asyncio.shield(self._probe)
+
+    async def _ping(self) -> None:
         try:
             with _unavailable_on_redis_errors():
                 await self._client.ping()
