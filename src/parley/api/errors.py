@@ -16,6 +16,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match, Mount
 
 from parley import errors, metrics
+from parley.api.deps import context_of, get_api_key_principal
 
 log = logging.getLogger("parley.api")
 
@@ -135,8 +136,6 @@ async def _after_credential(request: Request, error: errors.ParleyError) -> JSON
     anonymous `{bad` would learn `invalid_json` where API.md section 1 says 401. Every route
     with a body takes an API key: the check is the one the route would have run.
     """
-    from parley.api.deps import context_of, get_api_key_principal
-
     try:
         await get_api_key_principal(request, context_of(request))
     except errors.ParleyError as refusal:

@@ -293,16 +293,14 @@ class KeyCache:
                     source.org_id,
                 )
             now = self._clock.time()
-            quiet_until = -math.inf if explicit else now + LOCAL_RECHECK_SECONDS
             entry = self._current(source)
             if entry is None:
-                entry = _Entry.missing(source, quiet_until=quiet_until)
+                entry = _Entry.missing(source, quiet_until=-math.inf)
                 self._entries[source.org_id] = entry
             entry.error, entry.expires_at = error, min(entry.expires_at, now)
-            if not explicit:
-                entry.quiet_until = quiet_until
-            if explicit:
+            if explicit:  # a refresh is no miss check: it leaves the quiet period alone
                 raise
+            entry.quiet_until = now + LOCAL_RECHECK_SECONDS
             return
         stored = StoredJwks(url, fetched.document, self._clock.time(), fetched.max_age_seconds)
         if store is not None:
