@@ -18,6 +18,7 @@ from parley.db.engine import (
 )
 from parley.db.errors import RETRY_AFTER_SECONDS, UniqueViolations, translated
 from parley.errors import Unavailable
+from parley.shared_probe import SharedProbe
 
 
 class Database:
@@ -44,7 +45,7 @@ class Database:
             create_sessionmaker(read_engine) if read_engine is not None else self._sessions
         )
         self._statements = single_statement_engine(self.read_engine)
-        self._probe: asyncio.Future[None] | None = None
+        self._probe = SharedProbe(self.ping)
         self._writers = asyncio.Lock() if engine.dialect.name == "sqlite" else None
 
     @classmethod
@@ -136,13 +137,10 @@ class Database:
     async def check_health(self) -> None:
         """Raise Unavailable unless the database answers a ping.
 
-        Callers that ask while a ping is running share its answer, so a burst of health checks
-        costs one query. An earlier success is never trusted: a server that hung a moment ago
-        must be reported at once (`test_postgres_hung_answers_503_within_bound_then_recovers`).
+        Callers that ask while a ping runs share its answer; an earlier success is never
+        trusted (`SharedProbe`).
         """
-        if self._probe is None or self._probe.done():
-            self._probe = asyncio.ensure_future(self.ping())
-        await asyncio.shield(self._probe)
+        await self._probe()
 
     async def ping(self) -> None:
         """Run a trivial query; raise Unavailable unless the database answers in time.

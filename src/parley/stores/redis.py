@@ -18,7 +18,6 @@ every OSError surfaces as `parley.errors.Unavailable`, so callers fail closed.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import logging
 import math
@@ -35,6 +34,7 @@ from redis.maint_notifications import MaintNotificationsConfig
 
 from parley import metrics
 from parley.errors import Unavailable
+from parley.shared_probe import SharedProbe
 from parley.stores.base import RateDecision
 
 __all__ = [
@@ -285,17 +285,15 @@ class RedisStoreHealth:
 
     def __init__(self, client: Redis) -> None:
         self._client = client
-        self._probe: asyncio.Future[None] | None = None
+        self._probe = SharedProbe(self._ping)
 
     async def check(self) -> None:
         """Return when Redis answers PING; raise Unavailable naming Redis otherwise.
 
-        As `Database.check_health`: callers that ask while a PING runs share its answer, and
-        an earlier success is never trusted.
+        Callers that ask while a PING runs share its answer; an earlier success is never
+        trusted (`SharedProbe`).
         """
-        if self._probe is None or self._probe.done():
-            self._probe = asyncio.ensure_future(self._ping())
-        await asyncio.shield(self._probe)
+        await self._probe()
 
     async def _ping(self) -> None:
         try:
