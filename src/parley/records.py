@@ -225,3 +225,66 @@ class DashboardSession:
     api_key_id: str
     created_at: datetime
     expires_at: datetime
+
+
+# --- tools (API.md section 12) -------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ProjectRef:
+    """A project as records show it: `{"id", "name"}` (API.md sections 4, 5 and 12)."""
+
+    id: str
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class Tool:
+    """A custom tool of a project: a webhook the service calls, or a client-side tool.
+
+    `parameters` is stored in the form given (a JSON Schema object or the official SDK's flat
+    list); `signing_secret` is the tool's `whsec_…` secret in clear, for signing calls only:
+    it is stored encrypted and never leaves through the API after creation.
+    """
+
+    id: str
+    org_id: str
+    project: ProjectRef
+    name: str
+    description: str
+    type: str
+    """`custom_webhook` or `custom_websocket`."""
+    execution_mode: str
+    """`sync` or `async`."""
+    parameters: Any
+    parameter_locations: Mapping[str, str] | None
+    endpoint_method: str | None
+    endpoint_url: str | None
+    endpoint_headers: Mapping[str, str] | None
+    endpoint_timeout_ms: int | None
+    tool_call_output_timeout_ms: int | None
+    require_speech_before_tool_call: bool
+    signing_secret: str
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One call of a tool in a conversation, as stored on the assistant item of its turn.
+
+    `tool` is `{"id", "name"}` (`inline_<name>` for an inline WebSocket tool, the built-in's
+    name for `natural_conversation_ending`); `output` is the webhook's JSON answer, the
+    client's output, or `{"error": "<why>"}`.
+    """
+
+    id: str
+    tool_id: str
+    tool_name: str
+    parameters: Any
+    output: Any
+    endpoint_url: str | None = None
+    response_status_code: int | None = None
+    duration_ms: int | None = None
+    timed_out: bool = False
+    error_message: str | None = None

@@ -29,6 +29,7 @@ from parley.engine.base import (
     ReplyRequest,
     SessionConfig,
     Synthesizer,
+    ToolCallInterrupted,
     Transcript,
     Turn,
     UserFinishedSpeaking,
@@ -53,11 +54,25 @@ from parley.engine.options import EngineOptions, LlmOptions
 from parley.engine.recognizers import PlaceholderRecognizer, WhisperRecognizer, check_model_dir
 from parley.engine.replies import ChatCompletionReplies, RuleBasedReplies
 from parley.engine.synthesizers import EspeakSynthesizer, HibariSynthesizer, load_synthesizer
+from parley.engine.tools import (
+    ASYNC_STARTED,
+    END_CONVERSATION_TOOL,
+    HOLDING_LINE_AFTER_S,
+    MAX_TOOL_ROUNDS,
+    NoTools,
+    ToolDefinition,
+    ToolInvocation,
+    ToolRunner,
+)
 from parley.engine.vad import VadParams
 
 __all__ = [
     "APOLOGY",
+    "ASYNC_STARTED",
+    "END_CONVERSATION_TOOL",
+    "HOLDING_LINE_AFTER_S",
     "MAX_INPUT_CHUNK_MS",
+    "MAX_TOOL_ROUNDS",
     "OUTPUT_CHUNK_MS",
     "AssistantEndedConversation",
     "AssistantFinishedSpeaking",
@@ -83,6 +98,7 @@ __all__ = [
     "InterruptedResponse",
     "InvalidAudioChunk",
     "LlmOptions",
+    "NoTools",
     "PlaceholderRecognizer",
     "Recognizer",
     "RecognizerOverloaded",
@@ -97,6 +113,10 @@ __all__ = [
     "Synthesizer",
     "SynthesizerUnavailable",
     "TooManyPendingResponses",
+    "ToolCallInterrupted",
+    "ToolDefinition",
+    "ToolInvocation",
+    "ToolRunner",
     "Transcript",
     "Turn",
     "UnknownAudioFormat",

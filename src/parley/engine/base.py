@@ -15,6 +15,7 @@ from types import TracebackType
 from typing import Literal, Protocol, Self, TypeAlias
 
 from parley.engine.audio import AudioFormat, Samples
+from parley.engine.tools import ToolDefinition, ToolRunner
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,8 @@ class SessionConfig:
     input_format: AudioFormat
     output_format: AudioFormat
     language: str = "en"
+    tools: tuple[ToolDefinition, ...] = ()
+    """The tools the model may call (section 12); the built-in ending tool included if listed."""
 
 
 # --- events (engine -> socket layer), in the order API.md section 8 lists them -----------
@@ -85,6 +88,18 @@ class AssistantEndedConversation:
 
 
 @dataclass(frozen=True)
+class ToolCallInterrupted:
+    """The user spoke while a reply waited for this sync call: the reply was dropped.
+
+    The call itself is not cancelled (its effect may have happened); its output still joins
+    the history when it arrives.
+    """
+
+    call_id: str
+    tool_name: str
+
+
+@dataclass(frozen=True)
 class EngineWarning:
     """Something degraded but the conversation goes on (e.g. an unknown voice)."""
 
@@ -101,6 +116,7 @@ EngineEvent: TypeAlias = (
     | AssistantFinishedSpeaking
     | InterruptedResponse
     | AssistantEndedConversation
+    | ToolCallInterrupted
     | EngineWarning
 )
 
@@ -287,6 +303,10 @@ class ConversationEngine(Protocol):
         """Use `text` as the system prompt for every later reply."""
         ...
 
+    async def update_tools(self, tools: tuple[ToolDefinition, ...]) -> None:
+        """Offer these tools (instead of the current ones) to every later reply."""
+        ...
+
     async def mute(self) -> None:
         """Stop treating input audio as speech; a turn in progress ends now."""
         ...
@@ -311,6 +331,11 @@ class EngineFactory(Protocol):
         """Release the models and clients the plug-ins hold (call when the app stops)."""
         ...
 
-    def create(self, config: SessionConfig) -> ConversationEngine:
-        """Return a new engine for one conversation (not started: enter it with `async with`)."""
+    def create(
+        self, config: SessionConfig, *, tool_runner: ToolRunner | None = None
+    ) -> ConversationEngine:
+        """Return a new engine for one conversation (not started: enter it with `async with`).
+
+        `tool_runner` runs the calls of `config.tools` (None: every call is an error output).
+        """
         ...

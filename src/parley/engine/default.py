@@ -47,6 +47,7 @@ from parley.engine.base import (
 from parley.engine.errors import EngineClosed, TooManyPendingResponses
 from parley.engine.listening import Listener
 from parley.engine.speaker import Response, Speaker
+from parley.engine.tools import ToolDefinition, ToolRunner
 from parley.engine.vad import SileroPool, Transition, VadEvent, VadParams, vad_rate
 
 logger = logging.getLogger(__name__)
@@ -121,6 +122,7 @@ class DefaultEngine:
         self,
         config: SessionConfig,
         *,
+        tool_runner: ToolRunner,
         synthesizer: Synthesizer,
         recognizer: Recognizer,
         replies: ReplyGenerator,
@@ -130,6 +132,8 @@ class DefaultEngine:
     ) -> None:
         self._config = config
         self._system_prompt = config.system_prompt
+        self._tools = config.tools
+        self._tool_runner = tool_runner
         self._recognizer = recognizer
         self._replies = replies
         self._vad_pool = vad_pool
@@ -238,6 +242,11 @@ class DefaultEngine:
         """Use `text` for every later reply."""
         self._open_channels()
         self._system_prompt = text
+
+    async def update_tools(self, tools: tuple[ToolDefinition, ...]) -> None:
+        """Offer `tools` to every later reply."""
+        self._open_channels()
+        self._tools = tools
 
     async def mute(self) -> None:
         """Ignore input audio as speech; a user turn in progress finishes now."""

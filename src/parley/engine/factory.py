@@ -9,6 +9,7 @@ from parley.engine.options import EngineOptions
 from parley.engine.recognizers import PlaceholderRecognizer, WhisperRecognizer
 from parley.engine.replies import ChatCompletionReplies, RuleBasedReplies
 from parley.engine.synthesizers import load_synthesizer
+from parley.engine.tools import NoTools, ToolRunner
 from parley.engine.vad import shared_pool
 
 
@@ -42,10 +43,13 @@ class DefaultEngineFactory:
         await self.recognizer.aclose()
         await self.replies.aclose()
 
-    def create(self, config: SessionConfig) -> DefaultEngine:
+    def create(
+        self, config: SessionConfig, *, tool_runner: ToolRunner | None = None
+    ) -> DefaultEngine:
         """Return an engine for one conversation; enter it with `async with`."""
         return DefaultEngine(
             config,
+            tool_runner=tool_runner or NoTools(),
             synthesizer=self.synthesizer,
             recognizer=self.recognizer,
             replies=self.replies,

@@ -148,6 +148,12 @@ def event_message(event: engine.EngineEvent) -> dict[str, Any]:
             return {"type": "audio_chunk", "audio": base64.b64encode(audio).decode(), "text": text}
         case engine.InterruptedResponse(text=text):
             return {"type": "interrupted_response", "text": text}
+        case engine.ToolCallInterrupted(call_id=call_id, tool_name=tool_name):
+            return {
+                "type": "tool_call_interrupted",
+                "tool_call_id": call_id,
+                "tool_name": tool_name,
+            }
         case engine.EngineWarning(code=code, message=message):
             return {"type": "warning", "warning": {"message": message, "code": code}}
     return {"type": _PLAIN[type(event)]}
