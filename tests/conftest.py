@@ -18,6 +18,9 @@ from tests import databases
 from tests.factories import make_org, unique_name
 from tests.types import MakeAgent, MakeTenant, Tenant
 
+TEST_SECRET_KEY = "Xk7-WCe3E0wC2C8NCjIqePJ-aopCsseSNxN4fm6vUl0="
+"""PARLEY_SECRET_KEY of the tests: no key file is written in the working directory."""
+
 pytest_plugins = ["anyio"]
 
 
@@ -57,6 +60,7 @@ def settings_factory(database_url: str) -> Any:
 
     def build(**overrides: Any) -> Settings:
         values: dict[str, Any] = {"database_url": database_url, "redis_url": None}
+        values["secret_key"] = TEST_SECRET_KEY
         values.update(overrides)
         return Settings(_env_file=None, **values)  # type: ignore[call-arg]
 

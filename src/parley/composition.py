@@ -10,7 +10,7 @@ import secrets
 import socket
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import httpx
 
@@ -19,6 +19,7 @@ from parley.db.database import Database
 from parley.db.jti_claims import DatabaseReplayGuard
 from parley.errors import Unavailable
 from parley.jwt import JwksFetcher, KeyCache
+from parley.sealing import open_secret_box
 from parley.services.context import Context, Instance, JwtRuntime
 from parley.services.credential_cache import MAX_ENTRIES, CredentialCache
 from parley.services.jwt_config import DatabaseKeySetStore, IssuerDirectory
@@ -54,6 +55,8 @@ class RuntimeOptions:
     instance_id: str = ""
     """This instance's name (empty: a fresh one, `new_instance_id()`)."""
     conversation_lease_seconds: float = 15.0
+    secret_key: str | None = field(default=None, repr=False)
+    """PARLEY_SECRET_KEY; None: the key file (parley/sealing.py)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +80,9 @@ async def open_context(options: RuntimeOptions, *, clock: Clock) -> AsyncIterato
             pool_timeout=options.database_pool_timeout_seconds,
         )
         stack.push_async_callback(database.dispose)
+        sealing = open_secret_box(options.secret_key, database_url=options.database_url)
+        if sealing.warning:
+            log.warning(sealing.warning)
         stores = await _open_stores(options, database, clock, stack)
         # The JWKS client follows no redirects and trusts no proxy settings of the host.
         http = httpx.AsyncClient(follow_redirects=False, trust_env=False)
@@ -117,6 +123,7 @@ async def open_context(options: RuntimeOptions, *, clock: Clock) -> AsyncIterato
                 id=options.instance_id or new_instance_id(),
                 lease_seconds=options.conversation_lease_seconds,
             ),
+            secrets=sealing.box,
             # Cached credentials only where revocation is instant without fail: the
             # in-process store of embedded mode. A Redis outage or data loss could hide a
             # revocation from another instance's cache, so a fleet reads the database.

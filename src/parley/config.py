@@ -25,6 +25,11 @@ class Settings(BaseSettings):
     public_url: str = "http://127.0.0.1:8000"
     jwks_allow_http: bool = False
     jwks_allow_private_networks: bool = False
+    # Calls going out to customers (webhook tools, webhooks): src/parley/outbound.
+    outbound_allow_http: bool = False
+    outbound_allow_private_networks: bool = False
+    secret_key: SecretStr | None = None
+    """The Fernet key sealing stored secrets (parley/sealing.py); unset: a key file."""
     jwt_max_lifetime_seconds: int = Field(default=3600, ge=60, le=86_400)
     jwt_rate_per_minute: int = Field(default=60, ge=1, le=1_000_000)
     jwt_rate_burst: int = Field(default=20, ge=1, le=1_000_000)
@@ -42,6 +47,24 @@ class Settings(BaseSettings):
     llm_api_key: SecretStr | None = None
     llm_model: str | None = None
     llm_timeout_seconds: float = Field(default=10.0, gt=0, le=300)
+
+    @field_validator("secret_key")
+    @classmethod
+    def _secret_key(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is None or not value.get_secret_value():
+            return None
+        # Imported only when a key is set: most commands never load the crypto library.
+        from cryptography.fernet import Fernet
+
+        try:
+            Fernet(value.get_secret_value())
+        except (ValueError, TypeError):  # binascii.Error is a ValueError
+            raise ValueError(
+                "must be a Fernet key, 32 url-safe base64-encoded bytes (make one with "
+                '`python -c "from cryptography.fernet import Fernet; '
+                'print(Fernet.generate_key().decode())"`)'
+            ) from None
+        return value
 
     @field_validator("llm_base_url")
     @classmethod

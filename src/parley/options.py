@@ -31,6 +31,7 @@ def runtime_options(settings: Settings) -> RuntimeOptions:
         database_pool_timeout_seconds=settings.database_pool_timeout_seconds,
         instance_id=settings.instance_id or new_instance_id(),
         conversation_lease_seconds=settings.conversation_lease_seconds,
+        secret_key=settings.secret_key.get_secret_value() if settings.secret_key else None,
     )
 
 

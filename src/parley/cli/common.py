@@ -9,7 +9,8 @@ Misconfiguration ends a command with one clear message on stderr that names the 
 and its value (passwords masked) and no traceback (`parley serve --debug` shows it):
 
 - exit 2: a `PARLEY_*` value is invalid (one line per variable);
-- exit 3: the database or Redis named by the configuration cannot be used;
+- exit 3: the database, Redis or the secret key file named by the configuration cannot be
+  used;
 - exit 1: the command itself was refused (e.g. a name already taken) or failed.
 """
 
@@ -35,7 +36,7 @@ T = TypeVar("T")
 
 JsonOption = typer.Option(False, "--json", help="Print the result as JSON.")
 EXIT_FAILED, EXIT_INVALID_CONFIGURATION, EXIT_DEPENDENCY_UNAVAILABLE = 1, 2, 3
-SECRET_VARIABLES = frozenset({"PARLEY_METRICS_TOKEN", "PARLEY_LLM_API_KEY"})
+SECRET_VARIABLES = frozenset({"PARLEY_METRICS_TOKEN", "PARLEY_LLM_API_KEY", "PARLEY_SECRET_KEY"})
 _debug = False
 
 
@@ -154,6 +155,21 @@ async def check_dependencies(settings: Settings) -> None:
             )
 
 
+def check_secret_key(settings: Settings) -> None:
+    """Read (or on the first start create) the key file when PARLEY_SECRET_KEY is unset;
+    exit 3 naming the file if it cannot be used."""
+    from parley.sealing import SecretKeyUnavailable, open_secret_box
+
+    secret = settings.secret_key.get_secret_value() if settings.secret_key else None
+    try:
+        open_secret_box(secret, database_url=settings.database_url)
+    except SecretKeyUnavailable as error:
+        fail(
+            f"the secret key file {error.message}. Fix its permissions, or set PARLEY_SECRET_KEY",
+            EXIT_DEPENDENCY_UNAVAILABLE,
+        )
+
+
 def _trace(error: BaseException) -> None:
     """With --debug, print the traceback of the driver error behind a probe's message."""
     if _debug:
@@ -172,6 +188,7 @@ def run_with_context(
 
     async def main() -> T:
         await check_dependencies(settings)
+        check_secret_key(settings)
         await migrate_database(settings.database_url)
         async with open_context(runtime_options(settings), clock=SystemClock()) as ctx:
             return await use(ctx)

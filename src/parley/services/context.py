@@ -17,6 +17,7 @@ from parley.services.credential_cache import CredentialCache
 if TYPE_CHECKING:
     # Annotations only: the operator commands import this module without loading them.
     from parley.jwt import JwksFetcher, KeyCache
+    from parley.sealing import SecretBox
     from parley.services.jwt_config import IssuerDirectory
     from parley.stores.base import RateLimiter, ReplayGuard, Revocations, StoreHealth
 
@@ -61,5 +62,7 @@ class Context(DatabaseContext):
     store_health: StoreHealth
     """Whether the stores shared by the instances answer (services/health.py)."""
     instance: Instance
+    secrets: SecretBox
+    """Seals secrets stored in the database (the carrier's auth token, API.md section 13)."""
     credential_cache: CredentialCache = field(default_factory=CredentialCache)
     """API keys and session tokens already seen (services/credential_cache.py)."""
