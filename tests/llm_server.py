@@ -4,6 +4,12 @@ POST /v1/chat/completions with `"stream": true` answers `text/event-stream`: one
 `data: {chat.completion.chunk}` event per piece of `reply`, then `data: [DONE]`. Tests
 steer it (`reply`, `status`, `delay_s` before the first piece, `stall_s` after the first)
 and read what Parley sent (`requests`, with the Authorization header of each).
+
+Tool calls (function calling, streamed as OpenAI does): `rounds` is a queue of scripted
+answers, one taken per request (text pieces, then calls, each call's arguments split over
+the chunks given, at the index given, with or without an id; `interleave` sends parallel
+calls' chunks in turn). With `rounds` empty, `forever` (if set) answers every request that
+offers `tools` (a model that calls a tool in every round); any other request gets `reply`.
 """
 
 from __future__ import annotations
@@ -11,6 +17,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -27,11 +34,40 @@ class Received:
 
 
 @dataclass
+class Call:
+    """One scripted tool call; `arguments` is streamed one piece per chunk."""
+
+    name: str
+    arguments: list[str] = field(default_factory=lambda: ["{}"])
+    id: str | None = None  # None: the chunks carry no id
+    index: int = 0
+
+
+@dataclass
+class Round:
+    """One scripted answer: text pieces, then tool calls."""
+
+    text: list[str] = field(default_factory=list)
+    calls: list[Call] = field(default_factory=list)
+    interleave: bool = False
+
+
+@dataclass
 class Script:
     reply: list[str] = field(default_factory=lambda: ["Sure. ", "Your table ", "is booked."])
     status: int = 200
     delay_s: float = 0.0
     stall_s: float = 0.0
+    rounds: deque[Round] = field(default_factory=deque)
+    forever: Round | None = None
+
+    def answer(self, body: dict[str, Any]) -> Round:
+        """Return the answer to one request (see the module doc)."""
+        if self.rounds:
+            return self.rounds.popleft()
+        if self.forever is not None and body.get("tools"):
+            return self.forever
+        return Round(text=list(self.reply))
 
 
 class ChatServer(ThreadingHTTPServer):
@@ -81,17 +117,20 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Connection", "close")
         self.end_headers()
         self._event({"role": "assistant", "content": ""}, body)
-        for index, piece in enumerate(script.reply):
+        answer = script.answer(body)
+        for index, piece in enumerate(answer.text):
             self._event({"content": piece}, body)
             if index == 0 and script.stall_s:
                 time.sleep(script.stall_s)
-        self._event({}, body, finish="stop")
+        for delta in _call_deltas(answer):
+            self._event({"tool_calls": [delta]}, body)
+        self._event({}, body, finish="tool_calls" if answer.calls else "stop")
         self.wfile.write(b"data: [DONE]\n\n")
         self.wfile.flush()
         self.close_connection = True
 
     def _event(
-        self, delta: dict[str, str], body: dict[str, Any], finish: str | None = None
+        self, delta: dict[str, Any], body: dict[str, Any], finish: str | None = None
     ) -> None:
         chunk = {
             "id": "chatcmpl-test",
@@ -110,6 +149,25 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
+
+
+def _call_deltas(answer: Round) -> list[dict[str, Any]]:
+    """Return the `delta.tool_calls` items of an answer's calls, one per chunk."""
+    per_call: list[list[dict[str, Any]]] = []
+    for call in answer.calls:
+        first: dict[str, Any] = {
+            "index": call.index,
+            "type": "function",
+            "function": {"name": call.name, "arguments": ""},
+        }
+        if call.id is not None:
+            first["id"] = call.id
+        pieces = [{"index": call.index, "function": {"arguments": a}} for a in call.arguments]
+        per_call.append([first, *pieces])
+    if not answer.interleave:
+        return [delta for deltas in per_call for delta in deltas]
+    longest = max((len(deltas) for deltas in per_call), default=0)
+    return [deltas[i] for i in range(longest) for deltas in per_call if i < len(deltas)]
 
 
 @contextmanager

@@ -181,11 +181,31 @@ class Recognizer(Protocol):
 
 
 @dataclass(frozen=True)
-class Turn:
-    """One entry of the conversation history."""
+class ToolCallPart:
+    """A tool call the model made, assembled from its stream; `arguments` is the raw JSON.
 
-    role: Literal["user", "assistant"]
+    Yielded by a reply generator after the text the model said before the call; the engine
+    parses and checks the arguments (a model may send broken JSON or invent parameters).
+    """
+
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One entry of the conversation history.
+
+    An `assistant` turn may carry the tool calls it made (its text: what the model said
+    before them); each call is followed by one `tool` turn whose text is the JSON of the
+    call's output and whose `tool_call_id` names the call.
+    """
+
+    role: Literal["user", "assistant", "tool"]
     text: str
+    tool_calls: tuple[ToolCallPart, ...] = ()
+    tool_call_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -194,7 +214,8 @@ class ReplyRequest:
 
     `user_message` is the text to answer (None: speak without one, e.g. to re-engage);
     `transcribed` is False when it is only a placeholder for speech nobody could transcribe;
-    `system_message` is an extra instruction for this reply only.
+    `system_message` is an extra instruction for this reply only; `tools` are the tools
+    the model may call in this reply (none: it may only speak).
     """
 
     agent_name: str
@@ -204,6 +225,7 @@ class ReplyRequest:
     user_message: str | None = None
     system_message: str | None = None
     transcribed: bool = True
+    tools: tuple[ToolDefinition, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -211,7 +233,7 @@ class EndConversation:
     """Yielded by a reply generator, after its text, to end the conversation."""
 
 
-ReplyPart: TypeAlias = str | EndConversation
+ReplyPart: TypeAlias = str | EndConversation | ToolCallPart
 
 
 class ReplyGenerator(Protocol):
@@ -222,7 +244,11 @@ class ReplyGenerator(Protocol):
         ...
 
     def reply(self, request: ReplyRequest) -> AsyncGenerator[ReplyPart, None]:
-        """Stream the reply as text pieces (any size; the engine splits sentences)."""
+        """Stream the reply as text pieces (any size; the engine splits sentences).
+
+        A model that calls tools yields one ToolCallPart per call after its text; the
+        engine runs them and asks again with the outputs in the history.
+        """
         ...
 
     async def aclose(self) -> None:

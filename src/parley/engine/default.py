@@ -6,7 +6,18 @@ sentences to audio). Audio goes out paced at most `playback_lead_s` ahead of rea
 "the assistant is speaking" means the listener is hearing it, and speech from the user in
 that time is a barge-in: the response stops, queued responses are dropped, and
 InterruptedResponse carries what the listener had heard of it.
-Every response ends with AssistantFinishedSpeaking or InterruptedResponse, never both.
+A reply may call tools (API.md section 12): tool_loop.py runs its rounds and calls and
+speaks the model's words meanwhile; the calls run in the workers' task group, so a barge-in
+drops the reply (ToolCallInterrupted for each sync call it waited for) but not the calls.
+
+Every response the responder begins ends with exactly one of AssistantFinishedSpeaking or
+InterruptedResponse, also one that made tool calls and spoke nothing: if it finishes, it is
+framed by AssistantStartedSpeaking and AssistantFinishedSpeaking with no audio between; if
+it is cut before speaking, InterruptedResponse("") (the socket layer stores the assistant
+item, with its tool calls, on either). A `natural_conversation_ending` call or an
+EndConversation adds AssistantEndedConversation after AssistantFinishedSpeaking, never after
+an InterruptedResponse. The history gets the model's words and calls of each tool round as
+said, then what was said (or heard, on barge-in) after the last call.
 A reply generator that fails (a language model down or too slow) gets a `response_failed`
 warning and a short spoken apology; the conversation goes on.
 """
@@ -23,6 +34,7 @@ from types import TracebackType
 from typing import Self
 
 import anyio
+from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from parley import metrics
@@ -47,6 +59,7 @@ from parley.engine.base import (
 from parley.engine.errors import EngineClosed, TooManyPendingResponses
 from parley.engine.listening import Listener
 from parley.engine.speaker import Response, Speaker
+from parley.engine.tool_loop import ToolLoop
 from parley.engine.tools import ToolDefinition, ToolRunner
 from parley.engine.vad import SileroPool, Transition, VadEvent, VadParams, vad_rate
 
@@ -163,6 +176,15 @@ class DefaultEngine:
             clock=clock,
             emit=self._emit,
         )
+        self._tool_loop = ToolLoop(
+            replies=replies,
+            runner=tool_runner,
+            speaker=self._speaker,
+            history=self._history,
+            emit=self._emit,
+            clock=clock,
+            apology=APOLOGY,
+        )
 
     async def __aenter__(self) -> Self:
         settings = self._settings
@@ -277,7 +299,7 @@ class DefaultEngine:
         with channels.workers:
             async with anyio.create_task_group() as workers:
                 workers.start_soon(self._take_turns, channels.turns_out)
-                workers.start_soon(self._respond, channels.jobs_out)
+                workers.start_soon(self._respond, channels.jobs_out, workers)
 
     async def _take_turns(self, turns: MemoryObjectReceiveStream[_Heard]) -> None:
         async for heard in turns:
@@ -317,12 +339,17 @@ class DefaultEngine:
             except TooManyPendingResponses:
                 await self._warn("reply_dropped", "Too many responses queued; one was dropped.")
 
-    async def _respond(self, jobs: MemoryObjectReceiveStream[_Say | _Reply]) -> None:
+    async def _respond(
+        self, jobs: MemoryObjectReceiveStream[_Say | _Reply], calls: TaskGroup
+    ) -> None:
         async for job in jobs:
             response = self._current = Response()
             with response.scope:
                 try:
-                    await self._speaker.speak(self._reply_stream(job), response)
+                    if isinstance(job, _Say):
+                        await self._speaker.speak(_text_only(job.text), response)
+                    else:
+                        await self._tool_loop.reply(self._request(job), response, calls)
                 except Exception:
                     logger.exception("a response failed")
                     await self._warn("response_failed", "The assistant's response failed.")
@@ -331,27 +358,32 @@ class DefaultEngine:
             ended_at = job.turn_ended_at if isinstance(job, _Reply) else None
             if ended_at is not None and response.first_audio_at is not None:
                 metrics.observe_turn_latency(response.first_audio_at - ended_at)
-            if response.scope.cancelled_caught and response.started:
-                heard = response.heard(self._clock.monotonic())
-                if heard:
-                    self._history.append(Turn("assistant", heard))
-                await self._emit(InterruptedResponse(heard))
-            elif response.sent:
-                self._history.append(Turn("assistant", response.text))
+            await self._record(response)
 
-    def _reply_stream(self, job: _Say | _Reply) -> AsyncGenerator[ReplyPart, None]:
-        if isinstance(job, _Say):
-            return _text_only(job.text)
-        return self._replies.reply(
-            ReplyRequest(
-                agent_name=self._config.agent_name,
-                system_prompt=self._system_prompt,
-                language=self._config.language,
-                history=tuple(self._history),
-                user_message=job.user_message,
-                system_message=job.system_message,
-                transcribed=job.transcribed,
-            )
+    async def _record(self, response: Response) -> None:
+        """Add what was said after the last tool call to the history; report a barge-in."""
+        # Words before a call are in the history already (the call's turn); when the
+        # speaker had not reached the last call, nothing after it was said.
+        start = response.after_calls if response.calls_passed == response.calls_queued else None
+        if response.scope.cancelled_caught and not response.finished:
+            now = self._clock.monotonic()
+            tail = response.heard(now, start) if start is not None else ""
+            if tail:
+                self._history.append(Turn("assistant", tail))
+            await self._emit(InterruptedResponse(response.heard(now)))
+        elif start is not None and response.sent[start:]:
+            self._history.append(Turn("assistant", response.text_from(start)))
+
+    def _request(self, job: _Reply) -> ReplyRequest:
+        return ReplyRequest(
+            agent_name=self._config.agent_name,
+            system_prompt=self._system_prompt,
+            language=self._config.language,
+            history=tuple(self._history),
+            user_message=job.user_message,
+            system_message=job.system_message,
+            transcribed=job.transcribed,
+            tools=self._tools,
         )
 
     # --- helpers ----------------------------------------------------------------------------

@@ -42,6 +42,11 @@ class SentenceSplitter:
             self._buffer = self._buffer[split:]
         return [sentence.strip() for sentence in out if sentence.strip()]
 
+    @property
+    def pending(self) -> bool:
+        """Tell whether text waits for the end of its sentence."""
+        return bool(self._buffer.strip())
+
     def flush(self) -> list[str]:
         """Return what is left as a last sentence (none if only whitespace)."""
         rest, self._buffer = self._buffer.strip(), ""

@@ -10,6 +10,13 @@ has passed.
 The speaker notes when each sentence starts playing at the listener, so a barge-in can
 tell what was actually heard: the sentences played through, and of the sentence playing
 when the user spoke, the share of its words its played time covers (`Response.heard`).
+
+A ToolCallPart or a Break in the stream ends the text before it: what is buffered is spoken
+at once, even without a final full stop (what the model says before a tool call is spoken
+while the tool runs). A response that spoke nothing (a reply that only called tools) is
+still framed by AssistantStartedSpeaking and AssistantFinishedSpeaking, with no audio
+between, so every response ends with exactly one of AssistantFinishedSpeaking or (from the
+engine, on barge-in) InterruptedResponse.
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ from parley.engine.base import (
     EngineEvent,
     ReplyPart,
     Synthesizer,
+    ToolCallPart,
 )
 from parley.engine.sentences import SentenceSplitter
 
@@ -45,24 +53,47 @@ class _Played:
     seconds: float
 
 
+@dataclass(frozen=True)
+class Break:
+    """In a reply stream: the text before it is complete; speak what is buffered now."""
+
+
 @dataclass
 class Response:
     """The state of one response: its cancel scope (barge-in) and what was already sent."""
 
     scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
     started: bool = False
+    finished: bool = False  # AssistantFinishedSpeaking was sent
     first_audio_at: float | None = None  # monotonic time of the first chunk
     sent: list[_Played] = field(default_factory=list)
+    on_air: anyio.Event = field(default_factory=anyio.Event)  # set with the first chunk
+    waiting: bool = False  # the speaker waits for more of the stream, nothing buffered
+    playing_until: float | None = None  # monotonic end of the playback sent (None: unpaced)
+    calls_queued: int = 0  # ToolCallParts the tool loop put in the stream
+    calls_passed: int = 0  # ToolCallParts the speaker has reached
+    after_calls: int = 0  # sentences sent before the last of them
 
     @property
     def text(self) -> str:
         """The sentences sent so far, joined."""
-        return " ".join(played.sentence for played in self.sent)
+        return self.text_from(0)
 
-    def heard(self, now: float) -> str:
-        """What the listener had heard at monotonic time `now` (see the module doc)."""
+    def text_from(self, start: int) -> str:
+        """The sentences sent from the `start`-th on, joined."""
+        return " ".join(played.sentence for played in self.sent[start:])
+
+    def speaking(self, now: float) -> bool:
+        """Tell whether anything of the response is still to be sent or to be heard."""
+        if not self.waiting:
+            return True
+        return self.playing_until is not None and now < self.playing_until
+
+    def heard(self, now: float, start: int = 0) -> str:
+        """What the listener had heard at monotonic time `now`, of the sentences from the
+        `start`-th on (see the module doc)."""
         words: list[str] = []
-        for played in self.sent:
+        for played in self.sent[start:]:
             if played.starts is None or played.starts + played.seconds <= now:
                 words.append(played.sentence)
                 continue
@@ -88,6 +119,11 @@ class Pacer:
         """Sleep until the audio sent is at most `lead_s` ahead of playback."""
         if self._lead is not None and self._end is not None:
             await anyio.sleep(max(self._end - self._clock.monotonic() - self._lead, 0.0))
+
+    @property
+    def end(self) -> float | None:
+        """When the listener's playback of what was sent ends (None: unpaced or nothing)."""
+        return self._end if self._lead is not None else None
 
     def sent(self, seconds: float) -> float | None:
         """Record `seconds` more audio sent; return when it starts playing (None: unpaced)."""
@@ -124,23 +160,38 @@ class Speaker:
         self._clock = clock
         self._emit = emit
 
-    async def speak(self, parts: AsyncGenerator[ReplyPart, None], response: Response) -> None:
+    async def speak(
+        self, parts: AsyncGenerator[ReplyPart | Break, None], response: Response
+    ) -> None:
         """Speak a reply stream to its end; cancel `response.scope` to stop it."""
         pacer = Pacer(self._clock, self._lead_s)
         splitter = SentenceSplitter()
         ending = False
         async with aclosing(parts) as stream:
+            response.waiting = True
             async for part in stream:
+                response.waiting = False
                 if isinstance(part, EndConversation):
                     ending = True
-                    continue
-                for sentence in splitter.feed(part):
-                    await self._sentence(sentence, response, pacer)
+                elif isinstance(part, str):
+                    for sentence in splitter.feed(part):
+                        await self._sentence(sentence, response, pacer)
+                else:  # the text before a tool call (or a Break) is complete: say it now
+                    for sentence in splitter.flush():
+                        await self._sentence(sentence, response, pacer)
+                    if isinstance(part, ToolCallPart):
+                        response.calls_passed += 1
+                        response.after_calls = len(response.sent)
+                response.waiting = not splitter.pending
+        response.waiting = False
         for sentence in splitter.flush():
             await self._sentence(sentence, response, pacer)
         await pacer.drain()
-        if response.started:
-            await self._emit(AssistantFinishedSpeaking())
+        if not response.started:  # nothing was spoken: frame the response all the same
+            response.started = True
+            await self._emit(AssistantStartedSpeaking())
+        await self._emit(AssistantFinishedSpeaking())
+        response.finished = True
         if ending:
             await self._emit(AssistantEndedConversation())
 
@@ -156,6 +207,8 @@ class Speaker:
                 await self._emit(AssistantStartedSpeaking())
             await pacer.wait_for_room()
             await self._emit(AudioChunk(chunk, sentence if index == 0 else ""))
+            response.on_air.set()
             starts = pacer.sent(fmt.duration(chunk))
+            response.playing_until = pacer.end
             if index == 0:
                 response.sent.append(_Played(sentence, starts, seconds))

@@ -10,6 +10,11 @@ turns so far (the last `max_history` items, each `user` or `assistant`); the use
 message, already the last turn; and a `system_message` of API.md section 8, when given,
 as a second system message for this reply only.
 
+Tools (API.md section 12): a request with tools sends them as OpenAI `tools` (function
+calling, each definition's JSON Schema as its `parameters`). Streamed `tool_calls` are
+assembled (`tool_calls.py`) and yielded as ToolCallParts after the text; the history sends a
+call as an assistant message's `tool_calls` and its output as a `tool` message.
+
 Limits: the first token must come within `first_token_timeout_s`, and each later piece
 within `timeout_s` of the one before (the answer is at most `max_tokens` long). A refusal,
 an error or a timeout raises ReplyModelFailed, whose message names neither the key nor the
@@ -28,6 +33,7 @@ import anyio
 from parley.engine.base import ReplyPart, ReplyRequest, SessionConfig
 from parley.engine.errors import ReplyModelFailed
 from parley.engine.replies.rules import welcome_message
+from parley.engine.replies.tool_calls import ToolCallAssembler, history_messages, tool_spec
 
 logger = logging.getLogger(__name__)
 
@@ -63,11 +69,11 @@ class ChatCompletionReplies:
         """Return the agent's welcome message (not generated: it is the agent's own words)."""
         return welcome_message(config)
 
-    def messages(self, request: ReplyRequest) -> list[dict[str, str]]:
+    def messages(self, request: ReplyRequest) -> list[dict[str, Any]]:
         """Return the chat messages for one reply (see the module doc)."""
-        messages = [{"role": "system", "content": request.system_prompt}]
+        messages: list[dict[str, Any]] = [{"role": "system", "content": request.system_prompt}]
         history = request.history[-self._max_history :] if self._max_history else ()
-        messages += [{"role": turn.role, "content": turn.text} for turn in history]
+        messages += history_messages(history)
         if request.system_message:
             messages.append({"role": "system", "content": request.system_message})
         return messages
@@ -79,13 +85,18 @@ class ChatCompletionReplies:
         try:
             # Timeouts wrap each wait for the server, never a `yield`: the caller speaks
             # each sentence (in real time) between two of our chunks.
+            extra: dict[str, Any] = {}
+            if request.tools:
+                extra["tools"] = [tool_spec(tool) for tool in request.tools]
             with anyio.fail_after(self._first_token_timeout):
                 stream: Any = await self._client.chat.completions.create(
                     model=self._model,
                     messages=self.messages(request),  # type: ignore[arg-type]
                     stream=True,
                     max_tokens=self._max_tokens,
+                    **extra,
                 )
+            calls = ToolCallAssembler()
             async with stream:
                 chunks = stream.__aiter__()
                 wait = self._first_token_timeout
@@ -95,10 +106,15 @@ class ChatCompletionReplies:
                             chunk = await chunks.__anext__()
                         except StopAsyncIteration:
                             break
-                    text = _delta_text(chunk)
-                    if text:
+                    delta = _delta(chunk)
+                    if calls.feed(getattr(delta, "tool_calls", None)):
+                        wait = self._timeout
+                    text = getattr(delta, "content", None)
+                    if isinstance(text, str) and text:
                         wait = self._timeout
                         yield text
+            for call in calls.finish():
+                yield call
         except TimeoutError:
             logger.warning("the language model timed out")
             raise ReplyModelFailed("The language model did not answer in time.") from None
@@ -114,10 +130,6 @@ class ChatCompletionReplies:
         await self._client.close()
 
 
-def _delta_text(chunk: Any) -> str:
+def _delta(chunk: Any) -> Any:
     choices = getattr(chunk, "choices", None) or []
-    if not choices:
-        return ""
-    delta = getattr(choices[0], "delta", None)
-    content = getattr(delta, "content", None)
-    return content if isinstance(content, str) else ""
+    return getattr(choices[0], "delta", None) if choices else None
