@@ -26,6 +26,7 @@ from parley.api.routes import (
     health,
     projects,
     session_tokens,
+    tools,
 )
 from parley.api.ws_protocol import WS_PROTOCOL
 from parley.clock import Clock, SystemClock
@@ -98,6 +99,7 @@ def create_app(
         audit_events.router,
         projects.router,
         agents.router,
+        tools.router,
         auth_jwt.router,
         session_tokens.router,
         conversations.router,

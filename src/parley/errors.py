@@ -6,7 +6,8 @@
      │    ├── InvalidJson
      │    ├── InvalidCursor
      │    ├── MultipleCredentials
-     │    └── JwksUnreachable
+     │    ├── JwksUnreachable
+     │    ├── UnknownTool, UndeclaredTemplateVariable, MissingTemplateVariable
      ├── Unauthorized .............. no usable credential
      │    └── InvalidToken, InvalidSignature, InvalidAudience, TokenExpired,
      │        TokenNotYetValid (parley.jwt.errors)
@@ -15,10 +16,10 @@
      │    └── ConversationIdMismatch, IssuerNotRegistered (parley.jwt.errors)
      ├── NotFound
      │    └── AgentNotFound, ProjectNotFound, ApiKeyNotFound, ConversationNotFound
-     │        (ConversationNotStarted), SessionTokenNotFound
+     │        (ConversationNotStarted), SessionTokenNotFound, ToolNotFound
      ├── Conflict .................. the request clashes with stored state
      │    └── NameTaken, AgentDisabled, PhoneNumberTaken, ProjectNotEmpty, ProjectProtected,
-     │        ConversationExists, ConversationEnded, IssuerTaken, JtiReplayed
+     │        ConversationExists, ConversationEnded, IssuerTaken, JtiReplayed, ToolInUse
      ├── PayloadTooLarge
      ├── RateLimited ............... carries retry_after (seconds)
      └── Unavailable ............... a dependency is down; fails closed (Retry-After 2 s)
@@ -88,6 +89,27 @@ class JwksUnreachable(InvalidRequest):
     message = "The JWKS URL could not be fetched."
 
 
+class UnknownTool(InvalidRequest):
+    """A tool name that is neither a tool of the project nor a built-in (API.md 12)."""
+
+    code = "unknown_tool"
+    message = "Unknown tool."
+
+
+class UndeclaredTemplateVariable(InvalidRequest):
+    """A prompt or welcome message uses a `{{name}}` the agent does not declare."""
+
+    code = "undeclared_template_variable"
+    message = "The text uses a template variable the agent does not declare."
+
+
+class MissingTemplateVariable(InvalidRequest):
+    """A placeholder has neither a conversation value nor a declared default."""
+
+    code = "missing_template_variable"
+    message = "A template variable has neither a value nor a default."
+
+
 # --- 401 ---------------------------------------------------------------------------
 
 
@@ -152,6 +174,11 @@ class SessionTokenNotFound(NotFound):
     message = "Session token not found."
 
 
+class ToolNotFound(NotFound):
+    code = "tool_not_found"
+    message = "Tool not found."
+
+
 class OrganizationNotFound(NotFound):
     code = "organization_not_found"
     message = "Organization not found."
@@ -203,6 +230,11 @@ class ConversationEnded(Conflict):
 class IssuerTaken(Conflict):
     code = "issuer_taken"
     message = "The issuer is registered by another organization."
+
+
+class ToolInUse(Conflict):
+    code = "tool_in_use"
+    message = "An agent lists this tool: remove it from the agent first."
 
 
 # --- 413, 429, 503 -----------------------------------------------------------------

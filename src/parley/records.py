@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Generic, TypeVar
 
@@ -44,10 +44,17 @@ class Project:
 
 
 @dataclass(frozen=True, slots=True)
+class TemplateVariable:
+    """A placeholder an agent declares (API.md section 12), with its default value."""
+
+    default_value: str
+
+
+@dataclass(frozen=True, slots=True)
 class Agent:
     id: str
     org_id: str
-    project: str
+    project: ProjectRef
     name: str
     voice_id: str
     system_prompt: str
@@ -58,6 +65,11 @@ class Agent:
     disabled_at: datetime | None
     created_at: datetime
     updated_at: datetime
+    tools: tuple[str, ...] = ()
+    """Names of the tools the agent may call: its project's tools and built-ins."""
+    template_variables: Mapping[str, TemplateVariable] = field(default_factory=dict)
+    """The `{{name}}` placeholders its prompt and welcome message may use, with defaults."""
+    boosted_keywords: tuple[str, ...] = ()
 
     @property
     def is_disabled(self) -> bool:
@@ -103,6 +115,9 @@ class AgentSpec:
     language: str
     audio_format: str
     phone_numbers: tuple[str, ...]
+    tools: tuple[str, ...] = ()
+    template_variables: Mapping[str, TemplateVariable] = field(default_factory=dict)
+    boosted_keywords: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +131,9 @@ class AgentPatch:
     language: str | Unset = UNSET
     audio_format: str | Unset = UNSET
     phone_numbers: tuple[str, ...] | Unset = UNSET
+    tools: tuple[str, ...] | Unset = UNSET
+    template_variables: Mapping[str, TemplateVariable] | Unset = UNSET
+    boosted_keywords: tuple[str, ...] | Unset = UNSET
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,6 +164,7 @@ class ConversationItem:
     role: str
     text: str
     created_at: datetime
+    tool_calls: tuple[ToolCall, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,7 +172,8 @@ class Conversation:
     id: str
     org_id: str
     agent: AgentRef | None
-    project: str | None
+    project: ProjectRef | None
+    """None only for a conversation stored before projects were recorded by ID and name."""
     status: str
     end_user: str | None
     external_id: str | None
@@ -161,6 +181,15 @@ class Conversation:
     ended_at: datetime | None
     created_at: datetime
     items: tuple[ConversationItem, ...]
+    template_variables: Mapping[str, str] = field(default_factory=dict)
+    """The template values the conversation used (API.md section 12)."""
+
+    @property
+    def duration_ms(self) -> int | None:
+        """Milliseconds from start to end, when both happened."""
+        if self.started_at is None or self.ended_at is None:
+            return None
+        return round((self.ended_at - self.started_at).total_seconds() * 1000)
 
 
 @dataclass(frozen=True, slots=True)
@@ -288,3 +317,47 @@ class ToolCall:
     duration_ms: int | None = None
     timed_out: bool = False
     error_message: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """The fields of a new tool (API.md section 12), already checked by services/tools.py."""
+
+    name: str
+    description: str
+    type: str
+    execution_mode: str
+    parameters: Any
+    parameter_locations: Mapping[str, str] | None = None
+    endpoint_method: str | None = None
+    endpoint_url: str | None = None
+    endpoint_headers: Mapping[str, str] | None = None
+    endpoint_timeout_ms: int | None = None
+    tool_call_output_timeout_ms: int | None = None
+    require_speech_before_tool_call: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ToolPatch:
+    """A partial update of a tool: UNSET fields stay as they are."""
+
+    name: str | Unset = UNSET
+    description: str | Unset = UNSET
+    type: str | Unset = UNSET
+    execution_mode: str | Unset = UNSET
+    parameters: Any = UNSET
+    parameter_locations: Mapping[str, str] | Unset | None = UNSET
+    endpoint_method: str | Unset | None = UNSET
+    endpoint_url: str | Unset | None = UNSET
+    endpoint_headers: Mapping[str, str] | Unset | None = UNSET
+    endpoint_timeout_ms: int | Unset | None = UNSET
+    tool_call_output_timeout_ms: int | Unset | None = UNSET
+    require_speech_before_tool_call: bool | Unset = UNSET
+
+
+@dataclass(frozen=True, slots=True)
+class IssuedTool:
+    """A tool at creation: the only moment its signing secret leaves the service."""
+
+    tool: Tool
+    signing_secret: str

@@ -25,7 +25,7 @@ async def test_agent_list_one_statement_limit_counts_agents_numbers_in_order(
         (first["name"], numbers),
         (second["name"], ["+14155550114"]),
     ]
-    assert {a["project"] for a in body["agents"]} == {"main"}
+    assert {a["project"]["name"] for a in body["agents"]} == {"main"}
     assert [s.split()[0].upper() for s in statements] == ["SELECT"], statements
     rest = await tenant.client.get("/v1/agents", params={"limit": 2, "cursor": body["next_cursor"]})
     assert [(a["name"], a["phone_numbers"]) for a in rest.json()["agents"]] == [(third["name"], [])]

@@ -312,7 +312,8 @@ async def test_create_agent_returns_full_record(tenant: Tenant) -> None:
     agent = response.json()["agent"]
     assert agent["id"].startswith("agent_")
     assert agent["name"] == "support"
-    assert agent["project"] == "main"
+    assert agent["project"]["name"] == "main"
+    assert agent["project"]["id"].startswith("proj_")
     assert agent["is_disabled"] is False
     assert agent["disabled_at"] is None
     assert agent["phone_numbers"] == ["+442071838750"]
@@ -337,7 +338,7 @@ async def test_create_agent_same_name_in_other_project_succeeds(
     await make_agent(tenant, name="same")
     again = await tenant.client.post("/v1/agents", json={"name": "same", "project": "other"})
     assert again.status_code == 201
-    assert again.json()["agent"]["project"] == "other"
+    assert again.json()["agent"]["project"]["name"] == "other"
 
 
 async def test_create_agent_same_name_in_other_org_succeeds(
@@ -351,7 +352,7 @@ async def test_create_agent_same_name_in_other_org_succeeds(
 async def test_create_agent_in_project_by_query(tenant: Tenant) -> None:
     await tenant.client.post("/v1/projects", json={"name": "q"})
     response = await tenant.client.post("/v1/agents", json={"name": "a"}, params={"project": "q"})
-    assert response.json()["agent"]["project"] == "q"
+    assert response.json()["agent"]["project"]["name"] == "q"
 
 
 async def test_create_agent_unknown_project_404(tenant: Tenant) -> None:

@@ -23,7 +23,8 @@ async def test_create_conversation_pending_with_service_id(
     assert conversation["id"].startswith("conv_")
     assert conversation["status"] == "pending"
     assert conversation["agent"] == {"id": agent["id"], "name": agent["name"]}
-    assert conversation["project"] == "main"
+    assert conversation["project"] == agent["project"]
+    assert conversation["project"]["name"] == "main"
     assert conversation["items"] == []
     assert conversation["started_at"] is None
     assert conversation["ended_at"] is None

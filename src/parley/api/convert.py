@@ -7,13 +7,17 @@ from typing import Literal, cast
 
 from parley.api.schemas import (
     AgentRefOut,
+    AnalysisOut,
     ConversationItemOut,
     ConversationOut,
     JwtConfigOut,
     JwtKeyOut,
+    ProjectRefOut,
+    ToolCallOut,
+    ToolRefOut,
 )
 from parley.clock import isoformat
-from parley.records import Conversation
+from parley.records import Conversation, ToolCall
 from parley.services.jwt_config import JwtConfigView
 
 
@@ -37,23 +41,50 @@ def jwt_config_out(view: JwtConfigView) -> JwtConfigOut:
 
 
 def conversation_out(conversation: Conversation) -> ConversationOut:
+    """The conversation as API.md section 5 shows it.
+
+    `ended_by` and `call_info` are null and `analysis` is empty until the conversation
+    records them (later issues); the members are there so clients can rely on them.
+    """
     agent = conversation.agent
+    project = conversation.project
     return ConversationOut(
         id=conversation.id,
         agent=AgentRefOut(id=agent.id, name=agent.name) if agent else None,
-        project=conversation.project,
+        project=ProjectRefOut(id=project.id, name=project.name) if project else None,
         status=cast(Literal["pending", "live", "ended"], conversation.status),
         end_user=conversation.end_user,
         external_id=conversation.external_id,
         started_at=isoformat(conversation.started_at) if conversation.started_at else None,
         ended_at=isoformat(conversation.ended_at) if conversation.ended_at else None,
+        ended_by=None,
+        duration_ms=conversation.duration_ms,
+        call_info=None,
+        template_variables=dict(conversation.template_variables),
+        analysis=AnalysisOut(latencies_ms=[], interruptions_count=0),
         created_at=isoformat(conversation.created_at),
         items=[
             ConversationItemOut(
                 role=cast(Literal["user", "assistant"], item.role),
                 text=item.text,
                 created_at=isoformat(item.created_at),
+                tool_calls=[tool_call_out(call) for call in item.tool_calls],
             )
             for item in conversation.items
         ],
+    )
+
+
+def tool_call_out(call: ToolCall) -> ToolCallOut:
+    """A stored tool call as API.md section 12 shows it."""
+    return ToolCallOut(
+        id=call.id,
+        tool=ToolRefOut(id=call.tool_id, name=call.tool_name),
+        parameters=call.parameters,
+        output=call.output,
+        endpoint_url=call.endpoint_url,
+        response_status_code=call.response_status_code,
+        duration_ms=call.duration_ms,
+        timed_out=call.timed_out,
+        error_message=call.error_message,
     )

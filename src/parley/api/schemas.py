@@ -20,8 +20,10 @@ from pydantic import (
 
 from parley.clock import isoformat
 from parley.ids import NAME_RULE, is_valid_name
-from parley.records import Agent, ApiKey, AuditEvent, Project
+from parley.records import Agent, ApiKey, AuditEvent, Project, ProjectRef
 from parley.services.api_keys import MAX_NAME_LENGTH as MAX_KEY_NAME
+from parley.services.templates import NAME_RULE as VARIABLE_NAME_RULE
+from parley.services.templates import is_variable_name
 from parley.text import JsonObject, Label, Text
 
 AudioFormat = Literal["pcm_44100", "pcm_24000", "pcm_16000", "pcm_8000", "mulaw_8000"]
@@ -154,6 +156,36 @@ class ProjectList(BaseModel):
 # --- agents ---------------------------------------------------------------------------
 
 
+def _variable_names(values: dict[str, Any]) -> dict[str, Any]:
+    for name in values:
+        if not is_variable_name(name):
+            raise ValueError(f"{name!r}: a template variable's name {VARIABLE_NAME_RULE}")
+    return values
+
+
+def _distinct_names(values: list[str]) -> list[str]:
+    if len(set(values)) != len(values):
+        raise ValueError("must not repeat a name")
+    return values
+
+
+class TemplateVariableIn(Input):
+    default_value: Annotated[Text, StringConstraints(max_length=2_000)]
+
+
+ToolNames = Annotated[
+    list[Annotated[Label, StringConstraints(min_length=1, max_length=64)]],
+    Field(max_length=64),
+    AfterValidator(_distinct_names),
+]
+TemplateVariables = Annotated[
+    dict[str, TemplateVariableIn], Field(max_length=100), AfterValidator(_variable_names)
+]
+BoostedKeywords = Annotated[
+    list[Annotated[Label, StringConstraints(min_length=1, max_length=64)]], Field(max_length=100)
+]
+
+
 class AgentCreate(Input):
     name: Name
     project: Annotated[Label, StringConstraints(max_length=64)] | None = Field(
@@ -165,6 +197,12 @@ class AgentCreate(Input):
     language: Language = "en"
     audio_format: AudioFormat = DEFAULT_AUDIO_FORMAT
     phone_numbers: PhoneNumbers = Field(default_factory=list)
+    tools: ToolNames = Field(
+        default_factory=list,
+        description="Tools of the agent's project, or `natural_conversation_ending`.",
+    )
+    template_variables: TemplateVariables = Field(default_factory=dict)
+    boosted_keywords: BoostedKeywords = Field(default_factory=list)
 
 
 class AgentUpdate(Input):
@@ -177,6 +215,9 @@ class AgentUpdate(Input):
     language: Language | None = None
     audio_format: AudioFormat | None = None
     phone_numbers: PhoneNumbers | None = None
+    tools: ToolNames | None = None
+    template_variables: TemplateVariables | None = None
+    boosted_keywords: BoostedKeywords | None = None
 
     def null_fields(self) -> list[str]:
         """Return the fields sent as null that may not be null."""
@@ -201,10 +242,23 @@ class PhoneNumbersRelease(Input):
         return value
 
 
+class ProjectRefOut(BaseModel):
+    id: str
+    name: str
+
+    @classmethod
+    def of(cls, project: ProjectRef) -> ProjectRefOut:
+        return cls(id=project.id, name=project.name)
+
+
+class TemplateVariableOut(BaseModel):
+    default_value: str
+
+
 class AgentOut(BaseModel):
     id: str
     name: str
-    project: str
+    project: ProjectRefOut
     is_disabled: bool
     disabled_at: Timestamp | None
     phone_numbers: list[str]
@@ -213,6 +267,9 @@ class AgentOut(BaseModel):
     welcome_message: str | None
     language: str
     audio_format: str
+    tools: list[str]
+    template_variables: dict[str, TemplateVariableOut]
+    boosted_keywords: list[str]
     created_at: Timestamp
     updated_at: Timestamp
 
@@ -221,7 +278,7 @@ class AgentOut(BaseModel):
         return cls(
             id=agent.id,
             name=agent.name,
-            project=agent.project,
+            project=ProjectRefOut.of(agent.project),
             is_disabled=agent.is_disabled,
             disabled_at=_iso_or_none(agent.disabled_at),
             phone_numbers=list(agent.phone_numbers),
@@ -230,6 +287,12 @@ class AgentOut(BaseModel):
             welcome_message=agent.welcome_message,
             language=agent.language,
             audio_format=agent.audio_format,
+            tools=list(agent.tools),
+            template_variables={
+                name: TemplateVariableOut(default_value=variable.default_value)
+                for name, variable in agent.template_variables.items()
+            },
+            boosted_keywords=list(agent.boosted_keywords),
             created_at=isoformat(agent.created_at),
             updated_at=isoformat(agent.updated_at),
         )
@@ -237,6 +300,18 @@ class AgentOut(BaseModel):
 
 class AgentEnvelope(BaseModel):
     agent: AgentOut
+
+
+class AgentCreated(AgentEnvelope):
+    """`{"agent"}` as API.md section 4 says, plus the official SDK's `id` and `name`
+    (its create call reads only those; docs/decisions.md)."""
+
+    id: str
+    name: str
+
+    @classmethod
+    def of(cls, agent: Agent) -> AgentCreated:
+        return cls(agent=AgentOut.of(agent), id=agent.id, name=agent.name)
 
 
 class AgentList(BaseModel):
@@ -340,21 +415,60 @@ class AgentRefOut(BaseModel):
     name: str
 
 
+class ToolRefOut(BaseModel):
+    id: str
+    name: str
+
+
+class ToolCallOut(BaseModel):
+    """A tool call as stored on its turn's item (API.md section 12)."""
+
+    id: str
+    tool: ToolRefOut
+    parameters: Any
+    output: Any
+    endpoint_url: str | None
+    response_status_code: int | None
+    duration_ms: int | None
+    timed_out: bool
+    error_message: str | None
+
+
 class ConversationItemOut(BaseModel):
     role: Literal["user", "assistant"]
     text: str
     created_at: Timestamp
+    tool_calls: list[ToolCallOut]
+
+
+class CallInfoOut(BaseModel):
+    from_phone_number: str | None
+    to_phone_number: str | None
+    twilio_call_sid: str | None
+
+
+class AnalysisOut(BaseModel):
+    latencies_ms: list[int]
+    interruptions_count: int
+
+
+EndedBy = Literal["user", "assistant", "api", "timeout", "error", "shutdown"]
 
 
 class ConversationOut(BaseModel):
     id: str
     agent: AgentRefOut | None
-    project: str | None
+    project: ProjectRefOut | None
     status: Literal["pending", "live", "ended"]
     end_user: str | None
     external_id: str | None
     started_at: Timestamp | None
     ended_at: Timestamp | None
+    ended_by: EndedBy | None
+    duration_ms: int | None
+    call_info: CallInfoOut | None
+    template_variables: dict[str, str]
+    analysis: AnalysisOut
     created_at: Timestamp
     items: list[ConversationItemOut]
 

@@ -19,6 +19,9 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
 )
+from sqlalchemy import (
+    text as sa_text,
+)
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator
@@ -101,6 +104,13 @@ class AgentRow(Base):
     welcome_message: Mapped[str | None] = mapped_column(Text)
     language: Mapped[str] = mapped_column(String(16))
     audio_format: Mapped[str] = mapped_column(String(16))
+    tools: Mapped[list[str]] = mapped_column(JSON, server_default=sa_text("'[]'"))
+    """Tool names, in order: tools of the agent's project and built-ins (API.md section 12)."""
+    template_variables: Mapped[dict[str, dict[str, str]]] = mapped_column(
+        JSON, server_default=sa_text("'{}'")
+    )
+    """Placeholder name -> `{"default_value": str}`."""
+    boosted_keywords: Mapped[list[str]] = mapped_column(JSON, server_default=sa_text("'[]'"))
     disabled_at: Mapped[datetime | None] = mapped_column()
     created_at: Mapped[datetime] = mapped_column()
     updated_at: Mapped[datetime] = mapped_column()
@@ -119,6 +129,36 @@ class PhoneNumberRow(Base):
     number: Mapped[str] = mapped_column(String(16), primary_key=True)
     agent_id: Mapped[str] = mapped_column(ForeignKey("agents.id", ondelete="CASCADE"), index=True)
     position: Mapped[int] = mapped_column(Integer)
+
+
+class ToolRow(Base):
+    """A custom tool of a project (API.md section 12); its signing secret is stored sealed."""
+
+    __tablename__ = "tools"
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    org_id: Mapped[str] = mapped_column(ForeignKey("organizations.id", ondelete="CASCADE"))
+    project_id: Mapped[str] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
+    name: Mapped[str] = mapped_column(String(64))
+    description: Mapped[str] = mapped_column(Text)
+    type: Mapped[str] = mapped_column(String(32))
+    execution_mode: Mapped[str] = mapped_column(String(8))
+    parameters: Mapped[Any] = mapped_column(JSON)
+    parameter_locations: Mapped[dict[str, str] | None] = mapped_column(JSON)
+    endpoint_method: Mapped[str | None] = mapped_column(String(8))
+    endpoint_url: Mapped[str | None] = mapped_column(String(2048))
+    endpoint_headers: Mapped[dict[str, str] | None] = mapped_column(JSON)
+    endpoint_timeout_ms: Mapped[int | None] = mapped_column(Integer)
+    tool_call_output_timeout_ms: Mapped[int | None] = mapped_column(Integer)
+    require_speech_before_tool_call: Mapped[bool] = mapped_column(Boolean)
+    signing_secret_sealed: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column()
+    updated_at: Mapped[datetime] = mapped_column()
+
+    __table_args__ = (
+        UniqueConstraint("project_id", "name", name="uq_tools_project_id_name"),
+        Index("ix_tools_org_id_created_at", "org_id", "created_at"),
+    )
 
 
 class JwtConfigRow(Base):
@@ -162,6 +202,8 @@ class ConversationRow(Base):
     )
     id: Mapped[str] = mapped_column(String(128), primary_key=True)
     agent_id: Mapped[str | None] = mapped_column(ForeignKey("agents.id", ondelete="SET NULL"))
+    project_id: Mapped[str | None] = mapped_column(String(40))
+    """No foreign key: a conversation outlives its project and keeps naming it."""
     project_name: Mapped[str | None] = mapped_column(String(64))
     status: Mapped[str] = mapped_column(String(16))
     end_user: Mapped[str | None] = mapped_column(String(256))
@@ -171,6 +213,8 @@ class ConversationRow(Base):
     created_at: Mapped[datetime] = mapped_column()
     instance_id: Mapped[str | None] = mapped_column(String(128))
     """The instance serving the conversation while it is `live` (its lease holder)."""
+    template_variables: Mapped[dict[str, str]] = mapped_column(JSON, server_default=sa_text("'{}'"))
+    """The template values the conversation used (API.md section 12)."""
 
     __table_args__ = (
         Index("ix_conversations_org_id_created_at", "org_id", "created_at"),
@@ -188,6 +232,8 @@ class ConversationItemRow(Base):
     conversation_id: Mapped[str] = mapped_column(String(128))
     role: Mapped[str] = mapped_column(String(16))
     text: Mapped[str] = mapped_column(Text)
+    tool_calls: Mapped[list[dict[str, Any]]] = mapped_column(JSON, server_default=sa_text("'[]'"))
+    """The tool calls of the turn (API.md section 12's ToolCall, as JSON objects)."""
     created_at: Mapped[datetime] = mapped_column()
 
     __table_args__ = (

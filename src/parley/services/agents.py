@@ -7,11 +7,17 @@ Rules:
 4. Disable wins every race: every read-modify-write of an agent locks its row first, so no
    update can land after a disable has answered.
 5. A phone number belongs to at most one agent.
+6. `tools` names tools of the agent's own project or built-ins (400 `unknown_tool`); the
+   named tools' rows are locked, so none is deleted while the agent is being saved.
+7. `system_prompt` and `welcome_message` use only the `{{name}}` placeholders the agent
+   declares in `template_variables` (400 `undeclared_template_variable`); a PATCH is checked
+   as the agent it makes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import TypeVar
 
 from parley.clock import utcnow
 from parley.db.repos import agents as agent_repo
@@ -24,14 +30,18 @@ from parley.errors import (
     NameTaken,
     PhoneNumberTaken,
     ProjectNotFound,
+    UndeclaredTemplateVariable,
     ValidationFailed,
 )
 from parley.ids import looks_like_id, new_id
-from parley.records import Actor, Agent, AgentPatch, AgentSpec, Page, Unset
-from parley.services import audit
+from parley.records import Actor, Agent, AgentPatch, AgentSpec, Page, TemplateVariable, Unset
+from parley.services import audit, templates
 from parley.services.context import Context
 from parley.services.orgs import MAIN_PROJECT
 from parley.services.paging import page_of
+from parley.services.tools import check_tool_names
+
+T = TypeVar("T")
 
 UNIQUE_VIOLATIONS = agent_repo.UNIQUE_VIOLATIONS
 
@@ -46,6 +56,8 @@ async def create_agent(
         if await agent_repo.name_taken(session, in_project.id, spec.name):
             raise NameTaken("An agent with this name already exists in the project.")
         await _refuse_taken_numbers(session, spec.phone_numbers, agent_id=None)
+        _refuse_undeclared(spec.system_prompt, spec.welcome_message, spec.template_variables)
+        await check_tool_names(session, in_project.id, spec.tools)
         agent = await agent_repo.insert(
             session,
             agent_id=new_id("agent"),
@@ -95,6 +107,7 @@ async def update_agent(
                 raise NameTaken("An agent with this name already exists in the project.")
         if not isinstance(patch.phone_numbers, Unset):
             await _refuse_taken_numbers(session, patch.phone_numbers, agent_id=agent.id)
+        await _check_merged(session, agent, patch)
         await agent_repo.apply_patch(session, agent.id, patch, now=utcnow(ctx.clock))
         updated = await agent_repo.load(session, agent.id)
         fields = sorted(name for name in AgentPatch.__slots__ if not _unset(patch, name))
@@ -205,6 +218,37 @@ async def _record(
         target=agent.id,
         details={"name": agent.name, **details},
     )
+
+
+async def _check_merged(session: Session, agent: AgentState, patch: AgentPatch) -> None:
+    """Check rules 6 and 7 on the agent the patch makes (only when it touches them)."""
+    touched = ("system_prompt", "welcome_message", "template_variables")
+    if any(not _unset(patch, name) for name in touched):
+        current = await agent_repo.load(session, agent.id)
+        _refuse_undeclared(
+            _pick(patch.system_prompt, current.system_prompt),
+            _pick(patch.welcome_message, current.welcome_message),
+            _pick(patch.template_variables, current.template_variables),
+        )
+    if not isinstance(patch.tools, Unset):
+        await check_tool_names(session, agent.project_id, patch.tools)
+
+
+def _pick(value: T | Unset, current: T) -> T:
+    return current if isinstance(value, Unset) else value
+
+
+def _refuse_undeclared(
+    system_prompt: str, welcome_message: str | None, declared: Mapping[str, TemplateVariable]
+) -> None:
+    for field, text in (("system_prompt", system_prompt), ("welcome_message", welcome_message)):
+        undeclared = sorted(templates.placeholders(text or "") - set(declared))
+        if undeclared:
+            raise UndeclaredTemplateVariable(
+                f"{field} uses the template variable {undeclared[0]!r}, which the agent does "
+                "not declare in template_variables.",
+                param_errors={field: f"uses undeclared template variable {undeclared[0]!r}"},
+            )
 
 
 def _unset(patch: AgentPatch, name: str) -> bool:

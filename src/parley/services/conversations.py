@@ -3,6 +3,8 @@ customer or made by the service; a disabled agent starts none (spec section 3, r
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 from parley import metrics
 from parley.clock import utcnow
 from parley.db.repos import agents as agent_repo
@@ -14,10 +16,11 @@ from parley.errors import (
     ConversationExists,
     ConversationNotFound,
     ConversationNotStarted,
+    NotFound,
     ValidationFailed,
 )
 from parley.ids import CONVERSATION_ID_RULE, is_valid_conversation_id, new_id
-from parley.records import Actor, Agent, Conversation, Page
+from parley.records import Actor, Agent, Conversation, Page, ToolCall
 from parley.services import audit, revocations
 from parley.services.agents import find_agent
 from parley.services.context import Context
@@ -98,15 +101,17 @@ async def list_conversations(
     None, every project.
     """
     async with ctx.db.read() as session:
+        project_id = None
         if project:
-            project = (await project_repo.resolve(session, org_id, project)).name
+            in_project = await project_repo.resolve(session, org_id, project)
+            project, project_id = in_project.name, in_project.id
         agent_id = None
         if agent is not None:
             agent_id = (await find_agent(session, org_id, agent, project)).id
         found = await conversation_repo.list_page(
             session,
             org_id,
-            project=project or None,
+            project_id=project_id,
             agent_id=agent_id,
             only_ids=sorted(only_ids) if only_ids is not None else None,
             cursor=cursor,
@@ -230,9 +235,19 @@ async def finish_live(ctx: Context, *, org_id: str, conversation_id: str) -> Non
 
 
 async def add_item(
-    ctx: Context, *, org_id: str, conversation_id: str, role: str, text: str
+    ctx: Context,
+    *,
+    org_id: str,
+    conversation_id: str,
+    role: str,
+    text: str,
+    tool_calls: Sequence[ToolCall] = (),
 ) -> None:
-    """Store one utterance of the conversation."""
+    """Store one item of the conversation: an utterance and the tool calls of its turn.
+
+    An item with tool calls is stored even when its text is empty (a reply cut short before
+    any word was heard, API.md section 12).
+    """
     async with ctx.db.transaction() as session:
         await conversation_repo.add_item(
             session,
@@ -240,8 +255,33 @@ async def add_item(
             conversation_id=conversation_id,
             role=role,
             text=text,
+            tool_calls=tool_calls,
             at=utcnow(ctx.clock),
         )
+
+
+async def update_tool_call_output(
+    ctx: Context, *, org_id: str, conversation_id: str, tool_call: ToolCall
+) -> None:
+    """Replace the stored call with `tool_call.id` by `tool_call` (an async tool's output
+    arriving after its item was stored). Raises NotFound when no stored item holds it."""
+    async with ctx.db.transaction() as session:
+        replaced = await conversation_repo.replace_tool_call(
+            session, org_id, conversation_id, tool_call
+        )
+    if not replaced:
+        raise NotFound("No stored item of the conversation holds this tool call.")
+
+
+async def set_template_variables(
+    ctx: Context, *, org_id: str, conversation_id: str, values: Mapping[str, str]
+) -> None:
+    """Record the template values a conversation uses (API.md section 12)."""
+    async with ctx.db.transaction() as session:
+        found = await conversation_repo.find(session, org_id, conversation_id, for_update=True)
+        if found is None:
+            raise ConversationNotFound()
+        await conversation_repo.set_template_variables(session, found, values)
 
 
 async def set_external_id(

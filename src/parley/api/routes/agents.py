@@ -16,16 +16,18 @@ from parley.api.deps import (
 )
 from parley.api.schemas import (
     AgentCreate,
+    AgentCreated,
     AgentEnvelope,
     AgentList,
     AgentOut,
     AgentUpdate,
     PhoneNumbersRelease,
     SuccessOut,
+    TemplateVariableIn,
     error_responses,
 )
 from parley.errors import ValidationFailed
-from parley.records import UNSET, AgentPatch, AgentSpec
+from parley.records import UNSET, AgentPatch, AgentSpec, TemplateVariable, Unset
 from parley.services import agents
 from parley.text import Label
 
@@ -52,7 +54,7 @@ async def list_agents(
 @router.post(
     "",
     status_code=201,
-    response_model=AgentEnvelope,
+    response_model=AgentCreated,
     responses=error_responses(400, 401, 403, 404, 409, 413, 503),
 )
 async def create_agent(
@@ -61,7 +63,7 @@ async def create_agent(
     actor: ApiKeyActor,
     body: AgentCreate,
     project: ProjectParam = None,
-) -> AgentEnvelope:
+) -> AgentCreated:
     """Create an agent in a project (body `project`, else `?project=`, else `main`)."""
     if body.project and project and body.project != project:
         raise ValidationFailed(param_errors={"project": "differs from the ?project= parameter"})
@@ -73,11 +75,14 @@ async def create_agent(
         language=body.language,
         audio_format=body.audio_format,
         phone_numbers=tuple(body.phone_numbers),
+        tools=tuple(body.tools),
+        template_variables=_defaults(body.template_variables),
+        boosted_keywords=tuple(body.boosted_keywords),
     )
     agent = await agents.create_agent(
         ctx, org_id=principal.org_id, project=body.project or project, spec=spec, actor=actor
     )
-    return AgentEnvelope(agent=AgentOut.of(agent))
+    return AgentCreated.of(agent)
 
 
 @router.get("/{nameOrId}", response_model=AgentEnvelope, responses=ONE_AGENT_ERRORS)
@@ -106,9 +111,15 @@ async def update_agent(
     if nulls := body.null_fields():
         raise ValidationFailed(param_errors=dict.fromkeys(nulls, "may not be null"))
     sent = body.model_fields_set
+    lists = {"phone_numbers", "tools", "boosted_keywords", "template_variables"}
     patch = AgentPatch(
-        **{name: getattr(body, name) for name in sent if name != "phone_numbers"},
-        phone_numbers=tuple(body.phone_numbers) if body.phone_numbers is not None else UNSET,
+        **{name: getattr(body, name) for name in sent - lists},
+        phone_numbers=_tuple_or_unset(body.phone_numbers),
+        tools=_tuple_or_unset(body.tools),
+        boosted_keywords=_tuple_or_unset(body.boosted_keywords),
+        template_variables=(
+            _defaults(body.template_variables) if body.template_variables is not None else UNSET
+        ),
     )
     agent = await agents.update_agent(
         ctx, org_id=principal.org_id, ref=name_or_id, project=project, patch=patch, actor=actor
@@ -185,3 +196,11 @@ async def release_phone_numbers(
         actor=actor,
     )
     return AgentEnvelope(agent=AgentOut.of(agent))
+
+
+def _defaults(variables: dict[str, TemplateVariableIn]) -> dict[str, TemplateVariable]:
+    return {name: TemplateVariable(default_value=v.default_value) for name, v in variables.items()}
+
+
+def _tuple_or_unset(values: list[str] | None) -> tuple[str, ...] | Unset:
+    return tuple(values) if values is not None else UNSET

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -17,7 +17,15 @@ from parley.db.session import Reader
 from parley.db.tables import AgentRow, PhoneNumberRow, ProjectRow
 from parley.errors import AgentNotFound, Forbidden, NameTaken, PhoneNumberTaken
 from parley.ids import looks_like_id
-from parley.records import Agent, AgentPatch, AgentSpec, Project, Unset
+from parley.records import (
+    Agent,
+    AgentPatch,
+    AgentSpec,
+    Project,
+    ProjectRef,
+    TemplateVariable,
+    Unset,
+)
 
 UNIQUE_VIOLATIONS = {
     "uq_agents_project_id_name": NameTaken,
@@ -47,7 +55,7 @@ def to_record(row: AgentRow | Row[Any], project_name: str, numbers: Sequence[str
     return Agent(
         id=row.id,
         org_id=row.org_id,
-        project=project_name,
+        project=ProjectRef(id=row.project_id, name=project_name),
         name=row.name,
         voice_id=row.voice_id,
         system_prompt=row.system_prompt,
@@ -58,6 +66,12 @@ def to_record(row: AgentRow | Row[Any], project_name: str, numbers: Sequence[str
         disabled_at=row.disabled_at,
         created_at=row.created_at,
         updated_at=row.updated_at,
+        tools=tuple(row.tools or ()),
+        template_variables={
+            name: TemplateVariable(default_value=stored["default_value"])
+            for name, stored in (row.template_variables or {}).items()
+        },
+        boosted_keywords=tuple(row.boosted_keywords or ()),
     )
 
 
@@ -140,6 +154,9 @@ async def insert(
         welcome_message=spec.welcome_message,
         language=spec.language,
         audio_format=spec.audio_format,
+        tools=list(spec.tools),
+        template_variables=_stored_variables(spec.template_variables),
+        boosted_keywords=list(spec.boosted_keywords),
         disabled_at=None,
         created_at=now,
         updated_at=now,
@@ -160,6 +177,10 @@ PATCHABLE_COLUMNS = (
 )
 
 
+def _stored_variables(variables: Mapping[str, TemplateVariable]) -> dict[str, dict[str, str]]:
+    return {name: {"default_value": v.default_value} for name, v in variables.items()}
+
+
 async def apply_patch(
     session: AsyncSession, agent_id: str, patch: AgentPatch, *, now: datetime
 ) -> None:
@@ -169,6 +190,12 @@ async def apply_patch(
         for column in PATCHABLE_COLUMNS
         if not isinstance(value := getattr(patch, column), Unset)
     }
+    if not isinstance(patch.tools, Unset):
+        changes["tools"] = list(patch.tools)
+    if not isinstance(patch.boosted_keywords, Unset):
+        changes["boosted_keywords"] = list(patch.boosted_keywords)
+    if not isinstance(patch.template_variables, Unset):
+        changes["template_variables"] = _stored_variables(patch.template_variables)
     await _set(session, agent_id, **changes, updated_at=now)
     if not isinstance(patch.phone_numbers, Unset):
         await replace_phone_numbers(session, agent_id, patch.phone_numbers)
@@ -184,6 +211,31 @@ async def set_enabled(session: AsyncSession, agent_id: str, *, at: datetime) -> 
 
 async def _set(session: AsyncSession, agent_id: str, **values: object) -> None:
     await session.execute(update(AgentRow).where(AgentRow.id == agent_id).values(**values))
+
+
+async def listing_tool(session: AsyncSession, project_id: str, tool_name: str) -> list[str]:
+    """Return the names of the project's agents whose `tools` list `tool_name`.
+
+    The lists are short JSON arrays: they are read and searched here, the same way on every
+    database.
+    """
+    rows = await session.execute(
+        select(AgentRow.name, AgentRow.tools).where(AgentRow.project_id == project_id)
+    )
+    return sorted(name for name, tools in rows if tool_name in (tools or ()))
+
+
+async def rename_tool(
+    session: AsyncSession, project_id: str, old: str, new: str, *, now: datetime
+) -> None:
+    """Follow a tool's new name in the `tools` of the project's agents that list it."""
+    rows = await session.execute(
+        select(AgentRow.id, AgentRow.tools).where(AgentRow.project_id == project_id)
+    )
+    for agent_id, tools in rows.all():
+        if old in (tools or ()):
+            renamed = [new if name == old else name for name in tools]
+            await _set(session, agent_id, tools=renamed, updated_at=now)
 
 
 async def name_taken(session: AsyncSession, project_id: str, name: str) -> bool:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
-from dataclasses import dataclass, fields, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
 from typing import Any
 
@@ -15,7 +15,7 @@ from parley.db.pagination import paginate
 from parley.db.tables import AgentRow, ConversationItemRow, ConversationRow, InstanceRow
 from parley.errors import ConversationExists
 from parley.ids import is_valid_conversation_id
-from parley.records import AgentRef, Conversation, ConversationItem
+from parley.records import AgentRef, Conversation, ConversationItem, ProjectRef, ToolCall
 
 UNIQUE_VIOLATIONS = {
     "pk_conversations": ConversationExists,
@@ -31,6 +31,7 @@ class ConversationState:
     org_id: str
     id: str
     agent_id: str | None
+    project_id: str | None
     project_name: str | None
     status: str
     end_user: str | None
@@ -39,6 +40,7 @@ class ConversationState:
     ended_at: datetime | None
     created_at: datetime
     instance_id: str | None
+    template_variables: Mapping[str, str] = field(default_factory=dict)
 
 
 COLUMNS = tuple(field.name for field in fields(ConversationState))
@@ -49,6 +51,7 @@ def to_state(row: ConversationRow) -> ConversationState:
         org_id=row.org_id,
         id=row.id,
         agent_id=row.agent_id,
+        project_id=row.project_id,
         project_name=row.project_name,
         status=row.status,
         end_user=row.end_user,
@@ -57,6 +60,7 @@ def to_state(row: ConversationRow) -> ConversationState:
         ended_at=row.ended_at,
         created_at=row.created_at,
         instance_id=row.instance_id,
+        template_variables=dict(row.template_variables or {}),
     )
 
 
@@ -71,11 +75,14 @@ def to_record(
     items: Sequence[ConversationItem],
 ) -> Conversation:
     agent = AgentRef(id=row.agent_id, name=agent_name) if row.agent_id and agent_name else None
+    project = None
+    if row.project_id and row.project_name:
+        project = ProjectRef(id=row.project_id, name=row.project_name)
     return Conversation(
         id=row.id,
         org_id=row.org_id,
         agent=agent,
-        project=row.project_name,
+        project=project,
         status=row.status,
         end_user=row.end_user,
         external_id=row.external_id,
@@ -83,6 +90,7 @@ def to_record(
         ended_at=row.ended_at,
         created_at=row.created_at,
         items=tuple(items),
+        template_variables=dict(row.template_variables or {}),
     )
 
 
@@ -118,7 +126,12 @@ async def get(
     if not found:
         return None
     items = [
-        ConversationItem(role=row.item_role, text=row.item_text, created_at=row.item_created_at)
+        ConversationItem(
+            role=row.item_role,
+            text=row.item_text,
+            created_at=row.item_created_at,
+            tool_calls=tool_calls_from_json(row.item_tool_calls),
+        )
         for row in found
         if row.item_role is not None
     ]
@@ -133,6 +146,7 @@ _READ = (
         _ITEMS.c.role.label("item_role"),
         _ITEMS.c.text.label("item_text"),
         _ITEMS.c.created_at.label("item_created_at"),
+        _ITEMS.c.tool_calls.label("item_tool_calls"),
     )
     .outerjoin(_AGENTS, _AGENTS.c.id == _CONVERSATIONS.c.agent_id)
     .outerjoin(
@@ -175,7 +189,12 @@ async def items_of(
     found: dict[str, list[ConversationItem]] = defaultdict(list)
     for item in rows:
         found[item.conversation_id].append(
-            ConversationItem(role=item.role, text=item.text, created_at=item.created_at)
+            ConversationItem(
+                role=item.role,
+                text=item.text,
+                created_at=item.created_at,
+                tool_calls=tool_calls_from_json(item.tool_calls),
+            )
         )
     return found
 
@@ -186,7 +205,7 @@ async def create(
     org_id: str,
     conversation_id: str,
     agent_id: str,
-    project: str | None,
+    project: ProjectRef,
     at: datetime,
 ) -> ConversationState:
     """Insert a `pending` conversation of an agent."""
@@ -194,7 +213,8 @@ async def create(
         org_id=org_id,
         id=conversation_id,
         agent_id=agent_id,
-        project_name=project,
+        project_id=project.id,
+        project_name=project.name,
         status="pending",
         end_user=None,
         external_id=None,
@@ -212,7 +232,7 @@ async def go_live(
     state: ConversationState,
     *,
     agent_id: str,
-    project: str | None,
+    project: ProjectRef,
     instance_id: str,
     end_user: str | None,
     at: datetime,
@@ -225,7 +245,8 @@ async def go_live(
     new = replace(
         state,
         agent_id=agent_id,
-        project_name=project,
+        project_id=project.id,
+        project_name=project.name,
         status="live",
         instance_id=instance_id,
         started_at=state.started_at or at,
@@ -245,6 +266,12 @@ async def set_external_id(
     session: AsyncSession, state: ConversationState, external_id: str
 ) -> None:
     await _write_changes(session, state, replace(state, external_id=external_id))
+
+
+async def set_template_variables(
+    session: AsyncSession, state: ConversationState, values: Mapping[str, str]
+) -> None:
+    await _write_changes(session, state, replace(state, template_variables=dict(values)))
 
 
 def _columns(state: ConversationState) -> dict[str, object]:
@@ -272,21 +299,90 @@ async def add_item(
     conversation_id: str,
     role: str,
     text: str,
+    tool_calls: Sequence[ToolCall] = (),
     at: datetime,
 ) -> None:
     session.add(
         ConversationItemRow(
-            org_id=org_id, conversation_id=conversation_id, role=role, text=text, created_at=at
+            org_id=org_id,
+            conversation_id=conversation_id,
+            role=role,
+            text=text,
+            tool_calls=[tool_call_to_json(call) for call in tool_calls],
+            created_at=at,
         )
     )
     await session.flush()
+
+
+async def replace_tool_call(
+    session: AsyncSession, org_id: str, conversation_id: str, tool_call: ToolCall
+) -> bool:
+    """Replace the stored call with `tool_call`'s ID by `tool_call`; False if none has it.
+
+    The newest items are searched first: a late output belongs to a recent turn.
+    """
+    rows = await session.scalars(
+        select(ConversationItemRow)
+        .where(
+            ConversationItemRow.org_id == org_id,
+            ConversationItemRow.conversation_id == conversation_id,
+        )
+        .order_by(ConversationItemRow.id.desc())
+        .with_for_update()
+    )
+    for item in rows:
+        calls = list(item.tool_calls or ())
+        for index, stored in enumerate(calls):
+            if stored.get("id") == tool_call.id:
+                calls[index] = tool_call_to_json(tool_call)
+                await session.execute(
+                    update(ConversationItemRow)
+                    .where(ConversationItemRow.id == item.id)
+                    .values(tool_calls=calls)
+                )
+                return True
+    return False
+
+
+def tool_call_to_json(call: ToolCall) -> dict[str, Any]:
+    """A ToolCall as stored (and shown: API.md section 12's ToolCall)."""
+    return {
+        "id": call.id,
+        "tool": {"id": call.tool_id, "name": call.tool_name},
+        "parameters": call.parameters,
+        "output": call.output,
+        "endpoint_url": call.endpoint_url,
+        "response_status_code": call.response_status_code,
+        "duration_ms": call.duration_ms,
+        "timed_out": call.timed_out,
+        "error_message": call.error_message,
+    }
+
+
+def tool_calls_from_json(stored: Sequence[Mapping[str, Any]] | None) -> tuple[ToolCall, ...]:
+    return tuple(
+        ToolCall(
+            id=call["id"],
+            tool_id=call["tool"]["id"],
+            tool_name=call["tool"]["name"],
+            parameters=call.get("parameters"),
+            output=call.get("output"),
+            endpoint_url=call.get("endpoint_url"),
+            response_status_code=call.get("response_status_code"),
+            duration_ms=call.get("duration_ms"),
+            timed_out=bool(call.get("timed_out", False)),
+            error_message=call.get("error_message"),
+        )
+        for call in stored or ()
+    )
 
 
 async def list_page(
     session: AsyncSession,
     org_id: str,
     *,
-    project: str | None,
+    project_id: str | None,
     agent_id: str | None,
     only_ids: Sequence[str] | None,
     cursor: str | None,
@@ -296,8 +392,8 @@ async def list_page(
         AgentRow, AgentRow.id == ConversationRow.agent_id
     )
     query = query.where(ConversationRow.org_id == org_id)
-    if project is not None:
-        query = query.where(ConversationRow.project_name == project)
+    if project_id is not None:
+        query = query.where(ConversationRow.project_id == project_id)
     if agent_id is not None:
         query = query.where(ConversationRow.agent_id == agent_id)
     if only_ids is not None:
