@@ -9,6 +9,7 @@ import anyio
 import numpy as np
 import pytest
 from tests import speech
+from tests.engine.recorder import Recorder
 
 from parley.engine import (
     APOLOGY,
@@ -22,7 +23,6 @@ from parley.engine import (
     DefaultEngineFactory,
     EndConversation,
     EngineClosed,
-    EngineEvent,
     EngineFactory,
     EngineSettings,
     EngineWarning,
@@ -50,35 +50,6 @@ PLACEHOLDER = re.compile(r"\[speech \d+\.\d s\]")
 def spoken_turn(fmt: AudioFormat, *, before: float = 0.3, after: float = 0.9) -> list[bytes]:
     """A spoken sentence between two silences, as 20 ms chunks in `fmt`."""
     return speech.stream(fmt, before, speech.spoken(HELLO), after)
-
-
-class Recorder:
-    """Consumes an engine's events in the background and waits for a given kind."""
-
-    def __init__(self) -> None:
-        self.events: list[EngineEvent] = []
-        self._changed = anyio.Event()
-
-    async def consume(self, engine: ConversationEngine) -> None:
-        async for event in engine.events():
-            self.events.append(event)
-            self._changed.set()
-            self._changed = anyio.Event()
-
-    async def wait_for(self, kind: type[EngineEvent], count: int = 1) -> None:
-        with anyio.fail_after(10):
-            while sum(isinstance(event, kind) for event in self.events) < count:
-                await self._changed.wait()
-
-    def sentences(self) -> list[str]:
-        return [e.text for e in self.events if isinstance(e, AudioChunk) and e.text]
-
-    def kinds(self) -> list[type[EngineEvent]]:
-        kinds: list[type[EngineEvent]] = []
-        for event in self.events:
-            if not (kinds and kinds[-1] is AudioChunk is type(event)):
-                kinds.append(type(event))
-        return kinds
 
 
 @asynccontextmanager
