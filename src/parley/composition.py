@@ -12,13 +12,12 @@ from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 
-import httpx
-
 from parley.clock import Clock
 from parley.db.database import Database
 from parley.db.jti_claims import DatabaseReplayGuard
 from parley.errors import Unavailable
 from parley.jwt import JwksFetcher, KeyCache
+from parley.outbound import AddressPolicy, OutboundClient
 from parley.sealing import open_secret_box
 from parley.services.context import Context, Instance, JwtRuntime
 from parley.services.credential_cache import MAX_ENTRIES, CredentialCache
@@ -46,6 +45,8 @@ class RuntimeOptions:
     default_audience: str
     jwks_allow_http: bool = False
     jwks_allow_private_networks: bool = False
+    outbound_allow_http: bool = False
+    outbound_allow_private_networks: bool = False
     jwt_max_lifetime_seconds: int = 3600
     jwt_rate_per_minute: int = 60
     jwt_rate_burst: int = 20
@@ -84,11 +85,12 @@ async def open_context(options: RuntimeOptions, *, clock: Clock) -> AsyncIterato
         if sealing.warning:
             log.warning(sealing.warning)
         stores = await _open_stores(options, database, clock, stack)
-        # The JWKS client follows no redirects and trusts no proxy settings of the host.
-        http = httpx.AsyncClient(follow_redirects=False, trust_env=False)
-        stack.push_async_callback(http.aclose)
+        # The one way out of the process (parley/outbound): JWKS fetches, webhook tools and
+        # webhooks share it, each under its own switches.
+        outbound = OutboundClient()
+        stack.push_async_callback(outbound.aclose)
         fetcher = JwksFetcher(
-            http,
+            outbound,
             allow_http=options.jwks_allow_http,
             allow_private_networks=options.jwks_allow_private_networks,
         )
@@ -124,6 +126,11 @@ async def open_context(options: RuntimeOptions, *, clock: Clock) -> AsyncIterato
                 lease_seconds=options.conversation_lease_seconds,
             ),
             secrets=sealing.box,
+            outbound=outbound,
+            outbound_policy=AddressPolicy(
+                allow_http=options.outbound_allow_http,
+                allow_private_networks=options.outbound_allow_private_networks,
+            ),
             # Cached credentials only where revocation is instant without fail: the
             # in-process store of embedded mode. A Redis outage or data loss could hide a
             # revocation from another instance's cache, so a fleet reads the database.

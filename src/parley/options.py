@@ -23,6 +23,8 @@ def runtime_options(settings: Settings) -> RuntimeOptions:
         default_audience=settings.public_host,
         jwks_allow_http=settings.jwks_allow_http,
         jwks_allow_private_networks=settings.jwks_allow_private_networks,
+        outbound_allow_http=settings.outbound_allow_http,
+        outbound_allow_private_networks=settings.outbound_allow_private_networks,
         jwt_max_lifetime_seconds=settings.jwt_max_lifetime_seconds,
         jwt_rate_per_minute=settings.jwt_rate_per_minute,
         jwt_rate_burst=settings.jwt_rate_burst,

@@ -27,7 +27,7 @@ from parley.jwt.errors import (
     TokenExpired,
     TokenNotYetValid,
 )
-from parley.jwt.jwks import FetchedJwks, JwksFetcher, is_public_address, parse_max_age
+from parley.jwt.jwks import FetchedJwks, JwksFetcher, parse_max_age
 from parley.jwt.keys import (
     ALGORITHMS,
     Algorithm,
@@ -63,6 +63,7 @@ from parley.jwt.verify import (
     replay_key,
     verify,
 )
+from parley.outbound import is_public_address  # the outbound policy's; kept for callers
 
 __all__ = [
     "ALGORITHMS",

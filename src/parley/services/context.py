@@ -17,6 +17,7 @@ from parley.services.credential_cache import CredentialCache
 if TYPE_CHECKING:
     # Annotations only: the operator commands import this module without loading them.
     from parley.jwt import JwksFetcher, KeyCache
+    from parley.outbound import AddressPolicy, OutboundClient
     from parley.sealing import SecretBox
     from parley.services.jwt_config import IssuerDirectory
     from parley.stores.base import RateLimiter, ReplayGuard, Revocations, StoreHealth
@@ -64,5 +65,9 @@ class Context(DatabaseContext):
     instance: Instance
     secrets: SecretBox
     """Seals secrets stored in the database (the carrier's auth token, API.md section 13)."""
+    outbound: OutboundClient
+    """The one way out to the internet (parley/outbound), shared with the JWKS fetcher."""
+    outbound_policy: AddressPolicy
+    """Where webhook tools and webhooks may call (PARLEY_OUTBOUND_ALLOW_*)."""
     credential_cache: CredentialCache = field(default_factory=CredentialCache)
     """API keys and session tokens already seen (services/credential_cache.py)."""
