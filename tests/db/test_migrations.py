@@ -77,3 +77,65 @@ async def test_is_current_false_when_behind_or_unknown(tmp_path: Path) -> None:
     assert not (tmp_path / "fresh.db").exists()
     assert await is_current(f"sqlite+aiosqlite:///{behind}") is False
     assert await is_current(closed_port) is False  # the engine's path reports the failure
+
+
+async def test_upgrade_to_0005_keeps_data_and_finds_conversation_projects(
+    tmp_path: Path,
+) -> None:
+    """From 0004 (conversations knew their project by name only) to 0005: rows survive,
+    agents get empty tool/template/keyword fields, conversations get their project's ID."""
+    from sqlalchemy import text
+
+    from parley.db.migrate import upgrade
+
+    engine = create_engine(f"sqlite+aiosqlite:///{tmp_path / 'old.db'}")
+    now = "2026-11-01 10:00:00.000000"
+    rows = [
+        "INSERT INTO organizations (id, name, created_at) VALUES ('org_1', 'o', :now)",
+        "INSERT INTO projects (id, org_id, name, created_at)"
+        " VALUES ('proj_1', 'org_1', 'main', :now)",
+        "INSERT INTO agents (id, org_id, project_id, name, voice_id, system_prompt, language,"
+        " audio_format, created_at, updated_at) VALUES ('agent_1', 'org_1', 'proj_1', 'a',"
+        " 'v', 'p', 'en', 'pcm_16000', :now, :now)",
+        "INSERT INTO conversations (org_id, id, agent_id, project_name, status, created_at)"
+        " VALUES ('org_1', 'c1', 'agent_1', 'main', 'ended', :now)",
+        "INSERT INTO conversations (org_id, id, agent_id, project_name, status, created_at)"
+        " VALUES ('org_1', 'c2', NULL, 'gone', 'ended', :now)",
+        "INSERT INTO phone_numbers (number, agent_id, position)"
+        " VALUES ('+14155550100', 'agent_1', 0)",
+        "INSERT INTO conversation_items (org_id, conversation_id, role, text, created_at)"
+        " VALUES ('org_1', 'c1', 'user', 'hello', :now)",
+    ]
+    try:
+        await upgrade(engine, "0004")
+        async with engine.begin() as connection:
+            for statement in rows:
+                await connection.execute(text(statement), {"now": now})
+        await upgrade(engine)
+        async with engine.connect() as connection:
+            agent = (
+                await connection.execute(
+                    text("SELECT name, tools, template_variables, boosted_keywords FROM agents")
+                )
+            ).one()
+            found = (
+                await connection.execute(
+                    text(
+                        "SELECT id, agent_id, project_id, project_name, template_variables"
+                        " FROM conversations ORDER BY id"
+                    )
+                )
+            ).all()
+            item = (
+                await connection.execute(text("SELECT text, tool_calls FROM conversation_items"))
+            ).one()
+            numbers = (await connection.execute(text("SELECT number FROM phone_numbers"))).all()
+    finally:
+        await engine.dispose()
+    assert tuple(agent) == ("a", "[]", "{}", "[]")
+    assert [tuple(row) for row in found] == [
+        ("c1", "agent_1", "proj_1", "main", "{}"),
+        ("c2", None, None, "gone", "{}"),
+    ]
+    assert tuple(item) == ("hello", "[]")
+    assert [tuple(row) for row in numbers] == [("+14155550100",)]

@@ -19,9 +19,6 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
 )
-from sqlalchemy import (
-    text as sa_text,
-)
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator
@@ -104,13 +101,11 @@ class AgentRow(Base):
     welcome_message: Mapped[str | None] = mapped_column(Text)
     language: Mapped[str] = mapped_column(String(16))
     audio_format: Mapped[str] = mapped_column(String(16))
-    tools: Mapped[list[str]] = mapped_column(JSON, server_default=sa_text("'[]'"))
+    tools: Mapped[list[str]] = mapped_column(JSON, server_default="[]")
     """Tool names, in order: tools of the agent's project and built-ins (API.md section 12)."""
-    template_variables: Mapped[dict[str, dict[str, str]]] = mapped_column(
-        JSON, server_default=sa_text("'{}'")
-    )
+    template_variables: Mapped[dict[str, dict[str, str]]] = mapped_column(JSON, server_default="{}")
     """Placeholder name -> `{"default_value": str}`."""
-    boosted_keywords: Mapped[list[str]] = mapped_column(JSON, server_default=sa_text("'[]'"))
+    boosted_keywords: Mapped[list[str]] = mapped_column(JSON, server_default="[]")
     disabled_at: Mapped[datetime | None] = mapped_column()
     created_at: Mapped[datetime] = mapped_column()
     updated_at: Mapped[datetime] = mapped_column()
@@ -213,7 +208,7 @@ class ConversationRow(Base):
     created_at: Mapped[datetime] = mapped_column()
     instance_id: Mapped[str | None] = mapped_column(String(128))
     """The instance serving the conversation while it is `live` (its lease holder)."""
-    template_variables: Mapped[dict[str, str]] = mapped_column(JSON, server_default=sa_text("'{}'"))
+    template_variables: Mapped[dict[str, str]] = mapped_column(JSON, server_default="{}")
     """The template values the conversation used (API.md section 12)."""
 
     __table_args__ = (
@@ -232,7 +227,7 @@ class ConversationItemRow(Base):
     conversation_id: Mapped[str] = mapped_column(String(128))
     role: Mapped[str] = mapped_column(String(16))
     text: Mapped[str] = mapped_column(Text)
-    tool_calls: Mapped[list[dict[str, Any]]] = mapped_column(JSON, server_default=sa_text("'[]'"))
+    tool_calls: Mapped[list[dict[str, Any]]] = mapped_column(JSON, server_default="[]")
     """The tool calls of the turn (API.md section 12's ToolCall, as JSON objects)."""
     created_at: Mapped[datetime] = mapped_column()
 

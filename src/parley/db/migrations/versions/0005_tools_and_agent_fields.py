@@ -15,8 +15,8 @@ down_revision = "0004"
 branch_labels = None
 depends_on = None
 
-EMPTY_LIST = sa.text("'[]'")
-EMPTY_OBJECT = sa.text("'{}'")
+EMPTY_LIST = "[]"
+EMPTY_OBJECT = "{}"
 
 
 def upgrade() -> None:
@@ -57,25 +57,29 @@ def upgrade() -> None:
     )
     with op.batch_alter_table("tools", schema=None) as batch_op:
         batch_op.create_index("ix_tools_org_id_created_at", ["org_id", "created_at"], unique=False)
-    with op.batch_alter_table("agents", schema=None) as batch_op:
-        batch_op.add_column(
-            sa.Column("tools", sa.JSON(), server_default=EMPTY_LIST, nullable=False)
-        )
-        batch_op.add_column(
-            sa.Column("template_variables", sa.JSON(), server_default=EMPTY_OBJECT, nullable=False)
-        )
-        batch_op.add_column(
-            sa.Column("boosted_keywords", sa.JSON(), server_default=EMPTY_LIST, nullable=False)
-        )
-    with op.batch_alter_table("conversations", schema=None) as batch_op:
-        batch_op.add_column(sa.Column("project_id", sa.String(length=40), nullable=True))
-        batch_op.add_column(
-            sa.Column("template_variables", sa.JSON(), server_default=EMPTY_OBJECT, nullable=False)
-        )
-    with op.batch_alter_table("conversation_items", schema=None) as batch_op:
-        batch_op.add_column(
-            sa.Column("tool_calls", sa.JSON(), server_default=EMPTY_LIST, nullable=False)
-        )
+    # Plain ADD COLUMN with constant defaults: on SQLite, a batch copy would drop and
+    # recreate these tables, and the drop would fire the ON DELETE actions of the tables
+    # that refer to them (items, phone numbers, conversations' agents).
+    op.add_column(
+        "agents", sa.Column("tools", sa.JSON(), server_default=EMPTY_LIST, nullable=False)
+    )
+    op.add_column(
+        "agents",
+        sa.Column("template_variables", sa.JSON(), server_default=EMPTY_OBJECT, nullable=False),
+    )
+    op.add_column(
+        "agents",
+        sa.Column("boosted_keywords", sa.JSON(), server_default=EMPTY_LIST, nullable=False),
+    )
+    op.add_column("conversations", sa.Column("project_id", sa.String(length=40), nullable=True))
+    op.add_column(
+        "conversations",
+        sa.Column("template_variables", sa.JSON(), server_default=EMPTY_OBJECT, nullable=False),
+    )
+    op.add_column(
+        "conversation_items",
+        sa.Column("tool_calls", sa.JSON(), server_default=EMPTY_LIST, nullable=False),
+    )
     # Conversations stored their project's name only: find its ID by that name.
     op.execute(
         "UPDATE conversations SET project_id = (SELECT projects.id FROM projects"
