@@ -1,0 +1,155 @@
+"""The official Phonic Python SDK (`phonic` 0.32.42), unchanged, against a real `parley serve`
+(API.md section 12): agents, tools and a conversation read, asserted on the parsed objects.
+
+The SDK appends paths such as `agents` to its environment's `base`, so Parley's base is
+`http://127.0.0.1:PORT/v1`; it sends the API key as `Authorization: Bearer`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import httpx
+import pytest
+from phonic import Phonic
+from phonic.core.api_error import ApiError
+from phonic.environment import PhonicEnvironment
+
+from tests.faults.serve_process import ServeProcess
+
+pytestmark = [
+    pytest.mark.e2e,
+    # The SDK's conversations module imports websockets' legacy API, which warns on import: the
+    # SDK's own business, not Parley's (the tests run with warnings as errors).
+    pytest.mark.filterwarnings("ignore:websockets.legacy is deprecated:DeprecationWarning"),
+    pytest.mark.filterwarnings("ignore:websockets.exceptions.InvalidStatusCode:DeprecationWarning"),
+]
+
+PARAMETERS = [
+    {"type": "string", "name": "city", "description": "The city", "is_required": True},
+    {
+        "type": "enum",
+        "name": "unit",
+        "description": "Unit",
+        "is_required": False,
+        "enum_values": ["c", "f"],
+    },
+]
+
+
+@pytest.fixture(scope="module")
+def serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
+    """`parley serve` in embedded mode (SQLite, in-process stores) in an empty directory."""
+    process = ServeProcess(tmp_path_factory.mktemp("sdk"))
+    try:
+        process.start()
+        assert process.first_key is not None
+        yield process
+    finally:
+        process.ensure_stopped()
+
+
+@pytest.fixture(scope="module")
+def client(serve: ServeProcess) -> Iterator[Phonic]:
+    environment = PhonicEnvironment(base=f"{serve.http}/v1", production=serve.ws)
+    with httpx.Client(timeout=10) as http:
+        yield Phonic(api_key=serve.first_key, environment=environment, httpx_client=http)
+
+
+def test_sdk_tools_create_list_get_update(client: Phonic) -> None:
+    created = client.tools.create(
+        name="weather",
+        description="Looks up the weather.",
+        type="custom_webhook",
+        execution_mode="sync",
+        endpoint_url="https://tools.example.com/weather",
+        parameters=PARAMETERS,
+    )
+    assert created.id.startswith("tool_")
+    assert created.name == "weather"
+    assert (created.model_extra or {})["signing_secret"].startswith("whsec_")
+
+    listed = client.tools.list()
+    assert [tool.name for tool in listed.tools] == ["weather"]
+    tool = client.tools.get("weather").tool
+    assert tool.id == created.id
+    assert tool.project.name == "main"
+    assert tool.project.id.startswith("proj_")
+    assert tool.type == "custom_webhook"
+    assert tool.endpoint_method == "POST"
+    assert tool.endpoint_timeout_ms == 5000
+    assert isinstance(tool.parameters, list)
+    assert [(p.name, p.type, p.is_required) for p in tool.parameters] == [
+        ("city", "string", True),
+        ("unit", "enum", False),
+    ]
+    assert tool.parameters[1].enum_values == ["c", "f"]
+
+    updated = client.tools.update(created.id, description="Weather, now.")
+    assert updated.success is True
+    assert client.tools.get(created.id).tool.description == "Weather, now."
+
+
+def test_sdk_agents_create_list_get_update_delete(client: Phonic) -> None:
+    client.tools.create(
+        name="lookup",
+        description="Looks up an order.",
+        type="custom_websocket",
+        execution_mode="async",
+        parameters={"type": "object", "properties": {"order": {"type": "string"}}},
+    )
+    created = client.agents.create(
+        name="support",
+        system_prompt="You help {{name}}.",
+        template_variables={"name": {"default_value": "our customer"}},
+        tools=["lookup", "natural_conversation_ending"],
+        boosted_keywords=["Parley"],
+    )
+    assert created.id.startswith("agent_")
+    assert created.name == "support"
+
+    listed = client.agents.list().agents
+    assert [(a.name, a.project.name) for a in listed] == [("support", "main")]
+    agent = client.agents.get("support").agent
+    assert agent.id == created.id
+    assert agent.project.id.startswith("proj_")
+    assert agent.tools == ["lookup", "natural_conversation_ending"]
+    assert agent.template_variables["name"].default_value == "our customer"
+    assert agent.boosted_keywords == ["Parley"]
+    assert agent.is_disabled is False
+
+    updated = client.agents.update("support", system_prompt="You help {{ name }} politely.")
+    assert updated.agent.system_prompt == "You help {{ name }} politely."
+    assert updated.agent.project.name == "main"
+
+    with pytest.raises(ApiError) as refused:
+        client.tools.delete("lookup")
+    assert refused.value.status_code == 409
+    assert client.agents.delete("support").success is True
+    assert client.tools.delete("lookup").success is True
+    assert [a.name for a in client.agents.list().agents] == []
+
+
+def test_sdk_conversations_get(client: Phonic, serve: ServeProcess) -> None:
+    client.agents.create(name="greeter")
+    made = httpx.post(
+        f"{serve.http}/v1/conversations",
+        json={"agent": "greeter"},
+        headers={"Authorization": f"Bearer {serve.first_key}"},
+        timeout=10,
+    )
+    assert made.status_code == 201, made.text
+    conversation_id = made.json()["conversation"]["id"]
+
+    conversation = client.conversations.get(conversation_id).conversation
+
+    assert conversation.id == conversation_id
+    assert conversation.project.name == "main"
+    assert conversation.agent is not None
+    assert conversation.agent.name == "greeter"
+    assert conversation.template_variables == {}
+    assert conversation.items == []
+    assert conversation.analysis.latencies_ms == []
+    assert conversation.analysis.interruptions_count == 0
+    assert conversation.duration_ms is None
+    assert conversation.ended_by is None
