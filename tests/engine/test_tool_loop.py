@@ -16,6 +16,7 @@ from typing import Any
 import anyio
 import pytest
 from tests import speech
+from tests.engine.conftest import ToneSynthesizer
 from tests.engine.recorder import Recorder
 from tests.llm_server import Call, ChatServer, Round, running_chat_server
 
@@ -32,6 +33,7 @@ from parley.engine import (
     EngineSettings,
     EngineWarning,
     InterruptedResponse,
+    Samples,
     SessionConfig,
     Synthesizer,
     ToolCallInterrupted,
@@ -76,9 +78,15 @@ TOOLS = (ORDER, REFUND, CAREFUL, ENDING)
 class RecordingRunner:
     """Records each call and the events seen when it started; answers after a delay."""
 
-    def __init__(self, recorder: Recorder, delays: Mapping[str, float] | None = None) -> None:
+    def __init__(
+        self,
+        recorder: Recorder,
+        delays: Mapping[str, float] | None = None,
+        failing: frozenset[str] = frozenset(),
+    ) -> None:
         self.recorder = recorder
         self.delays = dict(delays or {})
+        self.failing = failing
         self.calls: list[ToolInvocation] = []
         self.seen_at_start: list[list[object]] = []
         self.answered: list[str] = []
@@ -90,6 +98,8 @@ class RecordingRunner:
         self.seen_at_start.append(list(self.recorder.events))
         self.called.set()
         await anyio.sleep(self.delays.get(call.name, 0.0))
+        if call.name in self.failing:
+            raise RuntimeError("the runner broke its promise never to raise")
         self.answered.append(call.id)
         if len(self.answered) == len(self.calls):
             self.all_answered.set()
@@ -114,12 +124,13 @@ async def conversation(
     config: SessionConfig,
     *,
     delays: Mapping[str, float] | None = None,
+    failing: frozenset[str] = frozenset(),
     settings: EngineSettings = FAST,
 ) -> AsyncIterator[tuple[ConversationEngine, Recorder, RecordingRunner]]:
     replies = ChatCompletionReplies(base_url=chat.base_url, api_key="k", model="m")
     factory = DefaultEngineFactory(synthesizer, replies=replies, settings=settings)
     recorder = Recorder()
-    runner = RecordingRunner(recorder, delays)
+    runner = RecordingRunner(recorder, delays, failing)
     config = dataclasses.replace(config, tools=TOOLS)
     try:
         async with (
@@ -430,3 +441,39 @@ async def test_turn_latency_still_measured_for_reply_with_tool_call(
             await recorder.wait_for(AssistantFinishedSpeaking)
     count = measured.registry.get_sample_value("parley_turn_latency_seconds_count")
     assert count == 1
+
+
+async def test_tool_runner_that_raises_gives_error_output_conversation_goes_on(
+    chat: ChatServer, tone_synthesizer: Synthesizer, config: SessionConfig
+) -> None:
+    chat.script.rounds.append(Round(calls=[order_call()]))
+    failing = frozenset({"get_order"})
+    async with conversation(chat, tone_synthesizer, config, failing=failing) as (e, rec, _):
+        await e.generate_reply(user_message="Where is order 42?")
+        await rec.wait_for(AssistantFinishedSpeaking)
+    assert tool_messages(chat, 1) == {"call_a": {"error": "the tool failed"}}
+    assert rec.sentences() == ANSWER_SENTENCES
+
+
+class SlowSynthesizer(ToneSynthesizer):
+    """Takes a second per sentence: a reply's first audio comes late."""
+
+    async def synthesize(self, text: str, *, voice: str) -> Samples:
+        await anyio.sleep(1.0)
+        return await super().synthesize(text, voice=voice)
+
+
+async def test_barge_in_before_speech_first_tool_ran_leaves_it_not_run(
+    chat: ChatServer, config: SessionConfig
+) -> None:
+    call = Call("cancel_order", ['{"number": 7}'], "call_c")
+    chat.script.rounds.append(Round(calls=[call]))
+    async with conversation(chat, SlowSynthesizer(), config) as (engine, recorder, runner):
+        await engine.generate_reply(user_message="Cancel order 7.")
+        await anyio.sleep(0.4)  # the call is made; its short line takes 1 s to synthesize
+        for chunk in speech.stream(config.input_format, 0.1, speech.spoken(HELLO), 0.9):
+            await engine.feed_audio(chunk)
+        await recorder.wait_for(AssistantFinishedSpeaking)  # the answer to the new turn
+    assert runner.calls == []  # cut before its speech started: never run
+    assert InterruptedResponse("") in recorder.events
+    assert tool_messages(chat, 1)["call_c"] == {"error": "not run: the user interrupted the reply"}

@@ -71,6 +71,7 @@ HOLDING_LINE = "One moment, please."
 SPEECH_BEFORE_TOOL = "Let me check that."
 SYNC_RUNNING: dict[str, Any] = {"status": "running"}
 ENDING: dict[str, Any] = {"status": "ending"}
+NOT_RUN: dict[str, Any] = {"error": "not run: the user interrupted the reply"}
 SPEECH_WAIT_LIMIT_S = 5.0
 _QUIET_POLL_S = 0.05
 
@@ -183,16 +184,17 @@ class ToolLoop:
     ) -> bool:
         """Record and start one round's calls, wait for the sync ones; return True to end."""
         tools = {tool.name: tool for tool in offered}
+        # The call's turn and all its outputs join the history with no await between them:
+        # a barge-in must not leave a call without its `tool` turn.
         self._history.append(Turn("assistant", text, tool_calls=tuple(made)))
         ending = False
         runs: list[tuple[ToolDefinition, ToolInvocation]] = []
+        refusals: list[str] = []
         for part in made:
             try:
                 call = check_call(part, tools)
             except ToolCallRefused as refused:
-                await self._warn(
-                    "tool_call_invalid", f"The model's call of {part.name!r}: {refused.reason}."
-                )
+                refusals.append(f"The model's call of {part.name!r}: {refused.reason}.")
                 self._history.append(_output_turn(part.id, {"error": refused.reason}))
                 continue
             definition = tools[call.name]
@@ -203,15 +205,22 @@ class ToolLoop:
             sync = definition.execution_mode == "sync"
             self._history.append(_output_turn(call.id, SYNC_RUNNING if sync else ASYNC_STARTED))
             runs.append((definition, call))
-        if any(tool.require_speech_before_tool_call for tool, _ in runs):
-            if not text and not response.on_air.is_set() and not response.sent:
-                send.send_nowait(SPEECH_BEFORE_TOOL)
+        for message in refusals:
+            await self._warn("tool_call_invalid", message)
+        speech_first = any(tool.require_speech_before_tool_call for tool, _ in runs)
+        if speech_first and not text and not response.on_air.is_set() and not response.sent:
+            send.send_nowait(SPEECH_BEFORE_TOOL)
         for part in made:  # the words before the calls are complete: the speaker says them
             response.calls_queued += 1
             send.send_nowait(part)
-        if any(tool.require_speech_before_tool_call for tool, _ in runs):
-            with anyio.move_on_after(SPEECH_WAIT_LIMIT_S):  # a silent voice holds no tool back
-                await response.on_air.wait()
+        if speech_first:
+            try:
+                with anyio.move_on_after(SPEECH_WAIT_LIMIT_S):  # a silent voice holds none back
+                    await response.on_air.wait()
+            except anyio.get_cancelled_exc_class():
+                for _, call in runs:  # cut before they ran: they never will
+                    self._set_output(call.id, NOT_RUN)
+                raise
         waiting: list[_Running] = []
         for tool, call in runs:
             running = _Running(call, anyio.Event())
