@@ -238,7 +238,7 @@ class ToolLoop:
             return
         try:
             async with anyio.create_task_group() as group:
-                group.start_soon(self._hold, response, send)
+                group.start_soon(self._hold, waiting, response, send)
                 for running in waiting:
                     await running.done.wait()
                 group.cancel_scope.cancel()
@@ -252,13 +252,17 @@ class ToolLoop:
                             )
             raise
 
-    async def _hold(self, response: Response, send: MemoryObjectSendStream[Part]) -> None:
+    async def _hold(
+        self, waiting: list[_Running], response: Response, send: MemoryObjectSendStream[Part]
+    ) -> None:
         """Say the holding line once nothing is being spoken, HOLDING_LINE_AFTER_S on."""
         await anyio.sleep(HOLDING_LINE_AFTER_S)
         # Polled: the speaker's playback end moves as it sends; the waiting caller cancels us.
         while response.speaking(self._clock.monotonic()) or send.statistics().current_buffer_used:
             until = response.playing_until or 0.0
             await anyio.sleep(max(until - self._clock.monotonic(), _QUIET_POLL_S))
+        if all(running.done.is_set() for running in waiting):
+            return  # answered just now: the caller is about to cancel us
         send.send_nowait(HOLDING_LINE)
         send.send_nowait(Break())
 
