@@ -43,3 +43,37 @@ def test_database_timeout_not_positive_refused(
     monkeypatch.setenv(name, value)
     with pytest.raises(ValidationError):
         Settings(_env_file=None)  # type: ignore[call-arg]
+
+
+def test_outbound_switches_default_off_and_passed_down(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PARLEY_OUTBOUND_ALLOW_HTTP", raising=False)
+    monkeypatch.setenv("PARLEY_OUTBOUND_ALLOW_PRIVATE_NETWORKS", "true")
+    settings = Settings(_env_file=None)  # type: ignore[call-arg]
+    assert settings.outbound_allow_http is False
+    options = runtime_options(settings)
+    assert (options.outbound_allow_http, options.outbound_allow_private_networks) == (False, True)
+
+
+def test_secret_key_fernet_key_accepted_and_never_shown(monkeypatch: pytest.MonkeyPatch) -> None:
+    key = "Xk7-WCe3E0wC2C8NCjIqePJ-aopCsseSNxN4fm6vUl0="
+    monkeypatch.setenv("PARLEY_SECRET_KEY", key)
+    settings = Settings(_env_file=None)  # type: ignore[call-arg]
+    options = runtime_options(settings)
+    assert options.secret_key == key
+    assert key not in repr(settings)
+    assert key not in repr(options)
+
+
+@pytest.mark.parametrize(
+    "value", ["short", "Xk7-WCe3E0wC2C8NCjIqePJ-aopCsseSNxN4fm6vUl0", "%" * 44]
+)
+def test_secret_key_not_a_fernet_key_refused(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    monkeypatch.setenv("PARLEY_SECRET_KEY", value)
+    with pytest.raises(ValidationError, match="must be a Fernet key") as caught:
+        Settings(_env_file=None)  # type: ignore[call-arg]
+    assert "Fernet.generate_key" in str(caught.value)
+
+
+def test_secret_key_empty_means_unset(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PARLEY_SECRET_KEY", "")
+    assert Settings(_env_file=None).secret_key is None  # type: ignore[call-arg]
