@@ -12,7 +12,16 @@ import binascii
 import json
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    StringConstraints,
+    Tag,
+    TypeAdapter,
+    ValidationError,
+)
 
 from parley import engine
 from parley.errors import InvalidJson, InvalidRequest, ParleyError, ValidationFailed
@@ -34,6 +43,45 @@ class _Frame(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
 
+ToolName = Annotated[str, StringConstraints(pattern=r"^[a-z0-9_]{1,64}$")]
+FunctionName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_-]{1,64}$")]
+
+
+class InlineFunction(_Frame):
+    name: FunctionName
+    description: Annotated[FreeText, StringConstraints(max_length=2_000)] = ""
+    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+    strict: bool | None = None
+
+
+class InlineToolSchema(_Frame):
+    type: Literal["function"]
+    function: InlineFunction
+
+
+class InlineToolFrame(_Frame):
+    """An inline WebSocket tool (API.md section 12): defined by the client, run by it."""
+
+    type: Literal["custom_websocket"]
+    tool_schema: InlineToolSchema
+    execution_mode: Literal["sync", "async"] | None = None
+    tool_call_output_timeout_ms: Annotated[int, Field(ge=1000, le=600_000)] | None = None
+    require_speech_before_tool_call: bool | None = None
+
+
+def _tool_item_kind(value: Any) -> str:
+    return "name" if isinstance(value, str) else "inline"
+
+
+ToolItem = Annotated[
+    Annotated[ToolName, Tag("name")] | Annotated[InlineToolFrame, Tag("inline")],
+    Discriminator(_tool_item_kind),
+]
+_TAGS = frozenset({"name", "inline"})
+ToolList = Annotated[list[ToolItem], Field(max_length=64)]
+TemplateValue = Annotated[FreeText, StringConstraints(max_length=2_000)]
+
+
 class Configure(_Frame):
     type: Literal["config"]
     agent: Annotated[Label, StringConstraints(min_length=1, max_length=64)]
@@ -43,6 +91,14 @@ class Configure(_Frame):
     system_prompt: Text | None = None
     welcome_message: Annotated[FreeText, StringConstraints(max_length=2_000)] | None = None
     voice_id: Annotated[Label, StringConstraints(min_length=1, max_length=100)] | None = None
+    tools: ToolList | None = None
+    template_variables: (
+        Annotated[
+            dict[Annotated[Label, StringConstraints(max_length=64)], TemplateValue],
+            Field(max_length=100),
+        ]
+        | None
+    ) = None
 
 
 class FeedAudio(_Frame):
@@ -82,8 +138,27 @@ class Mute(_Frame):
     type: Literal["mute", "unmute"]
 
 
+class ToolCallOutput(_Frame):
+    type: Literal["tool_call_output"]
+    tool_call_id: Annotated[Label, StringConstraints(min_length=1, max_length=256)]
+    output: Any
+
+
+class UpdateToolsSubset(_Frame):
+    type: Literal["update_tools_subset"]
+    tools: ToolList
+
+
 ClientFrame = (
-    Configure | FeedAudio | Say | GenerateReply | SetExternalId | UpdateSystemPrompt | Mute
+    Configure
+    | FeedAudio
+    | Say
+    | GenerateReply
+    | SetExternalId
+    | UpdateSystemPrompt
+    | Mute
+    | ToolCallOutput
+    | UpdateToolsSubset
 )
 _frames: TypeAdapter[ClientFrame] = TypeAdapter(Annotated[ClientFrame, Field(discriminator="type")])
 CLIENT_MESSAGE_TYPES = frozenset(
@@ -96,6 +171,8 @@ CLIENT_MESSAGE_TYPES = frozenset(
         "update_system_prompt",
         "mute",
         "unmute",
+        "tool_call_output",
+        "update_tools_subset",
     }
 )
 
@@ -120,7 +197,9 @@ def parse_frame(text: str) -> ClientFrame:
 def _param_errors(error: ValidationError) -> dict[str, str]:
     found: dict[str, str] = {}
     for item in error.errors():
-        location = [str(p) for p in item.get("loc", ()) if p not in CLIENT_MESSAGE_TYPES]
+        location = [
+            str(p) for p in item.get("loc", ()) if p not in CLIENT_MESSAGE_TYPES and p not in _TAGS
+        ]
         found.setdefault(".".join(location) or "message", str(item.get("msg", "is invalid")))
     return found
 

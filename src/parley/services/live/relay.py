@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import Any
 
 from parley import engine
 from parley.services import conversations
 from parley.services.context import Context
 from parley.services.live.frames import event_message
+from parley.services.live.tools import ConversationTools
 
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 
@@ -20,8 +22,17 @@ class Relay:
     interrupted one, what the listener had heard (InterruptedResponse's text).
     """
 
-    def __init__(self, ctx: Context, *, org_id: str, conversation_id: str, send: Send) -> None:
+    def __init__(
+        self,
+        ctx: Context,
+        *,
+        org_id: str,
+        conversation_id: str,
+        send: Send,
+        tools: ConversationTools | None = None,
+    ) -> None:
         self._ctx = ctx
+        self._tools = tools
         self._org_id = org_id
         self._conversation_id = conversation_id
         self._send = send
@@ -40,15 +51,20 @@ class Relay:
                 await self.store("assistant", " ".join(self._spoken))
             case engine.InterruptedResponse(text=text):
                 await self.store("assistant", text)
+            case engine.ToolCallInterrupted(call_id=call_id) if self._tools is not None:
+                event = replace(event, call_id=self._tools.public_id(call_id))
         await self._send(event_message(event))
 
     async def store(self, role: str, text: str) -> None:
-        """Add an item to the conversation (nothing for empty text)."""
-        if text:
+        """Add an item to the conversation: an assistant item carries the tool calls of its
+        turn (and is stored for them even with no words); nothing for an empty item."""
+        calls = self._tools.take_calls() if self._tools is not None and role == "assistant" else ()
+        if text or calls:
             await conversations.add_item(
                 self._ctx,
                 org_id=self._org_id,
                 conversation_id=self._conversation_id,
                 role=role,
                 text=text,
+                tool_calls=calls,
             )

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from parley import engine
@@ -26,12 +27,18 @@ from parley.errors import (
     ParleyError,
     ValidationFailed,
 )
-from parley.records import Conversation
-from parley.services import conversations
+from parley.records import Agent, Conversation
+from parley.services import agents, conversations, templates
 from parley.services.context import Context
 from parley.services.live import frames
 from parley.services.live.handshake import Handshake
 from parley.services.live.relay import Relay
+from parley.services.live.tools import (
+    ConversationTool,
+    ConversationTools,
+    inline_tool,
+    resolve_tools,
+)
 from parley.services.live.watchdog import watch
 
 log = logging.getLogger(__name__)
@@ -81,6 +88,8 @@ class LiveSession:
         self._close = close
         self._conversation: Conversation | None = None
         self._relay: Relay | None = None
+        self._tools: ConversationTools | None = None
+        self._agent_project: str | None = None
         self._created: engine.ConversationEngine | None = None
         self._engine: engine.ConversationEngine | None = None
         self._configured = asyncio.Event()
@@ -222,6 +231,11 @@ class LiveSession:
                 await live.mute()
             case frames.Mute():
                 await live.unmute()
+            case frames.ToolCallOutput(tool_call_id=call_id, output=output):
+                if self._tools is not None:
+                    await self._tools.accept_output(call_id, output)
+            case frames.UpdateToolsSubset(tools=items):
+                await self._update_tools(live, items)
             case frames.SetExternalId(external_id=external_id):
                 await conversations.set_external_id(
                     self._ctx,
@@ -238,6 +252,12 @@ class LiveSession:
         for requested in (frame.input_format, frame.output_format):
             if requested is not None:
                 engine.AudioFormat.parse(requested)  # refuse before the conversation goes live
+        # Everything the config could get wrong is checked before the conversation goes live,
+        # so a refused config leaves nothing behind and may be sent again.
+        agent = await agents.get_agent(
+            self._ctx, org_id=principal.org_id, ref=frame.agent, project=frame.project
+        )
+        setup = await _Setup.check(self._ctx, frame, agent)
         try:
             conversation, agent = await conversations.start_live(
                 self._ctx,
@@ -248,28 +268,99 @@ class LiveSession:
                 project=frame.project,
                 end_user=token.sub if token is not None else None,
             )
+            setup = await _Setup.check(self._ctx, frame, agent)  # as the agent is now
         except (AgentDisabled, ConversationEnded, ConversationExists) as error:
             await self.send_error(error)
             self.end(1008, error.code)
             return
         self._conversation = conversation
-        self._relay = Relay(
+        self._agent_project = agent.project.id
+        if setup.template_values:
+            await conversations.set_template_variables(
+                self._ctx,
+                org_id=principal.org_id,
+                conversation_id=conversation.id,
+                values=setup.template_values,
+            )
+        tools = self._tools = ConversationTools(
             self._ctx, org_id=principal.org_id, conversation_id=conversation.id, send=self._send
+        )
+        tools.use(setup.tools, ends_conversation=setup.ends_conversation)
+        self._relay = Relay(
+            self._ctx,
+            org_id=principal.org_id,
+            conversation_id=conversation.id,
+            send=self._send,
+            tools=tools,
         )
         config = engine.SessionConfig(
             agent_name=agent.name,
-            system_prompt=_given(frame.system_prompt, agent.system_prompt),
-            welcome_message=_given(frame.welcome_message, agent.welcome_message),
+            system_prompt=setup.system_prompt,
+            welcome_message=setup.welcome_message,
             voice_id=frame.voice_id or agent.voice_id,
             input_format=engine.AudioFormat.parse(frame.input_format or agent.audio_format),
             output_format=engine.AudioFormat.parse(frame.output_format or agent.audio_format),
             language=agent.language,
+            tools=tools.definitions(),
         )
-        self._created = self._factory.create(config)
+        self._created = self._factory.create(config, tool_runner=tools)
         await self._send({"type": "conversation_created", "conversation_id": conversation.id})
         self._configured.set()
         await self._started.wait()  # the engine task enters the engine
         await self._send({"type": "ready_to_start_conversation"})
+
+    async def _update_tools(
+        self, live: engine.ConversationEngine, items: list[str | frames.InlineToolFrame]
+    ) -> None:
+        tools, agent = self._tools, self._agent_project
+        if tools is None or agent is None:
+            raise ConfigRequired()
+        found, ends = await resolve_tools(
+            self._ctx,
+            org_id=self._handshake.principal.org_id,
+            project_id=agent,
+            items=[item if isinstance(item, str) else inline_tool(item) for item in items],
+        )
+        tools.use(found, ends_conversation=ends)
+        await live.update_tools(tools.definitions())
+
+
+@dataclass(frozen=True, slots=True)
+class _Setup:
+    """What a `config` decides beyond the agent: prompts with their variables, and tools."""
+
+    system_prompt: str
+    welcome_message: str | None
+    template_values: dict[str, str]
+    tools: list[ConversationTool]
+    ends_conversation: bool
+
+    @classmethod
+    async def check(cls, ctx: Context, frame: frames.Configure, agent: Agent) -> _Setup:
+        """Resolve the config against the agent; raise the request error it deserves."""
+        values = dict(frame.template_variables or {})
+        defaults = {name: spec.default_value for name, spec in agent.template_variables.items()}
+        prompt = _given(frame.system_prompt, agent.system_prompt)
+        welcome = _given(frame.welcome_message, agent.welcome_message)
+        used = templates.placeholders(prompt) | templates.placeholders(welcome or "")
+        rendered_prompt = templates.render(prompt, values=values, defaults=defaults)
+        rendered_welcome = (
+            templates.render(welcome, values=values, defaults=defaults) if welcome else welcome
+        )
+        items = frame.tools if frame.tools is not None else list(agent.tools)
+        found, ends = await resolve_tools(
+            ctx,
+            org_id=agent.org_id,
+            project_id=agent.project.id,
+            items=[item if isinstance(item, str) else inline_tool(item) for item in items],
+        )
+        return cls(
+            system_prompt=rendered_prompt,
+            welcome_message=rendered_welcome,
+            template_values={name: values.get(name, defaults.get(name, "")) for name in used},
+            tools=found,
+            ends_conversation=ends,
+        )
 
 
 def _given(value: T | None, default: T) -> T:

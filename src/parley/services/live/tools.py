@@ -1,0 +1,359 @@
+"""The tools of one conversation, and the runner the engine calls (API.md section 12).
+
+A conversation's tools are the agent's (or `config.tools`, or the last
+`update_tools_subset`): custom tools of the agent's project by name, inline WebSocket tools,
+and the built-in `natural_conversation_ending` (which the engine handles itself). The
+engine sees only their definitions; `ConversationTools.run` carries out a call:
+
+- a webhook tool: one signed request (services/webhook_tools.py), never retried;
+- a WebSocket tool: a `tool_call` message to the client, whose `tool_call_output` must come
+  within the tool's `tool_call_output_timeout_ms` (default 5000), else the output is
+  `{"error": "timed out"}`; a later answer gets a `tool_call_late` warning, an answer for an
+  unknown or already answered call an `unknown_tool_call` error. With no client socket (a
+  phone call) the output is `{"error": "no client connected"}`.
+
+After each call the client gets `tool_call_output_processed`, and the call joins the
+ToolCalls stored on the assistant item of its turn (`take_calls`); an output that arrives
+after that item was stored (an async tool, or a sync tool whose reply was interrupted)
+updates the stored call (`conversations.update_tool_call_output`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from parley import engine
+from parley.errors import InvalidRequest, ParleyError, ValidationFailed
+from parley.records import Tool, ToolCall
+from parley.services import conversations
+from parley.services import tool_parameters
+from parley.services import tools as tool_service
+from parley.services.context import Context
+from parley.services.live import frames
+from parley.services.webhook_tools import call_webhook_tool
+
+log = logging.getLogger(__name__)
+
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+
+DEFAULT_OUTPUT_TIMEOUT_MS = 5000
+NO_CLIENT: Mapping[str, str] = {"error": "no client connected"}
+TIMED_OUT: Mapping[str, str] = {"error": "timed out"}
+PENDING_OUTPUT: Mapping[str, str] = {"status": "started"}
+"""A call's stored output while it runs (replaced when the output arrives)."""
+
+
+class UnknownToolCall(InvalidRequest):
+    code = "unknown_tool_call"
+    message = "No tool call with this ID is waiting for an output."
+
+
+@dataclass(frozen=True, slots=True)
+class InlineTool:
+    """A WebSocket tool defined in the socket's `config` or `update_tools_subset`."""
+
+    name: str
+    description: str
+    parameters: Mapping[str, Any]
+    execution_mode: str = "sync"
+    tool_call_output_timeout_ms: int | None = None
+    require_speech_before_tool_call: bool = False
+
+
+ConversationTool = Tool | InlineTool
+
+
+@dataclass
+class _Call:
+    """One call in flight or done, under the ID the outside world sees."""
+
+    public_id: str
+    record: ToolCall
+    stored: bool = False
+    done: bool = False
+
+
+class ConversationTools:
+    """The tools of one conversation and the ToolRunner its engine calls (see module doc)."""
+
+    def __init__(
+        self,
+        ctx: Context,
+        *,
+        org_id: str,
+        conversation_id: str,
+        send: Send,
+        has_client: bool = True,
+    ) -> None:
+        self._ctx = ctx
+        self._org_id = org_id
+        self._conversation_id = conversation_id
+        self._send = send
+        self._has_client = has_client
+        self._tools: dict[str, ConversationTool] = {}
+        self._ends_conversation = False
+        self._calls: dict[str, _Call] = {}
+        """By the engine's call ID."""
+        self._waiting: dict[str, asyncio.Future[Any]] = {}
+        """Client-side calls waiting for `tool_call_output`, by public ID."""
+        self._late: set[str] = set()
+        """Client-side calls that timed out: a later answer is only warned about."""
+        self._order: list[str] = []
+
+    # --- which tools --------------------------------------------------------------------
+
+    def use(self, tools: Sequence[ConversationTool], *, ends_conversation: bool) -> None:
+        """Offer exactly these tools from now on (the built-in ending one if asked)."""
+        self._tools = {tool.name: tool for tool in tools}
+        self._ends_conversation = ends_conversation
+
+    def definitions(self) -> tuple[engine.ToolDefinition, ...]:
+        """The tools as the engine (and the model) sees them."""
+        found = [_definition(tool) for tool in self._tools.values()]
+        if self._ends_conversation:
+            found.append(ENDING_DEFINITION)
+        return tuple(found)
+
+    # --- the runner ---------------------------------------------------------------------
+
+    async def run(self, call: engine.ToolInvocation) -> Any:
+        """Carry out one call (never raises for the tool's own failure)."""
+        tool = self._tools.get(call.name)
+        public_id = f"call_{secrets.token_hex(12)}"
+        tool_id = _tool_id(tool) if tool is not None else f"unknown_{call.name}"
+        state = _Call(
+            public_id,
+            ToolCall(
+                id=public_id,
+                tool_id=tool_id,
+                tool_name=call.name,
+                parameters=dict(call.arguments),
+                output=dict(PENDING_OUTPUT),
+            ),
+        )
+        self._calls[call.id] = state
+        self._order.append(call.id)
+        try:
+            if tool is None:
+                output: Any = {"error": f"unknown tool {call.name!r}"}
+                await self._finish(state, replace(state.record, output=output), processed=None)
+            elif isinstance(tool, Tool) and tool.type == "custom_webhook":
+                output = await self._call_webhook(state, tool, call)
+            else:
+                output = await self._call_client(state, tool, call)
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # a bug must not end the conversation: the model gets an error
+            log.exception("tool %s failed", call.name)
+            output = {"error": "the tool failed"}
+            await self._finish(state, replace(state.record, output=output), processed=None)
+        return output
+
+    def public_id(self, engine_call_id: str) -> str:
+        """The ID the client knows for one of the engine's calls (itself if unknown)."""
+        state = self._calls.get(engine_call_id)
+        return state.public_id if state is not None else engine_call_id
+
+    async def accept_output(self, tool_call_id: str, output: Any) -> None:
+        """Take a client's `tool_call_output` (UnknownToolCall for an unknown ID)."""
+        future = self._waiting.pop(tool_call_id, None)
+        if future is not None and not future.done():
+            future.set_result(output)
+            return
+        if tool_call_id in self._late:
+            self._late.discard(tool_call_id)
+            await self._send(
+                {
+                    "type": "warning",
+                    "warning": {
+                        "message": "The tool call had timed out; its output was not used.",
+                        "code": "tool_call_late",
+                    },
+                }
+            )
+            return
+        raise UnknownToolCall()
+
+    def take_calls(self) -> tuple[ToolCall, ...]:
+        """The calls not yet stored on an item, in order; marks them stored."""
+        taken = []
+        for engine_id in self._order:
+            state = self._calls[engine_id]
+            if not state.stored:
+                state.stored = True
+                taken.append(state.record)
+        return tuple(taken)
+
+    # --- the two kinds of call ----------------------------------------------------------
+
+    async def _call_webhook(self, state: _Call, tool: Tool, call: engine.ToolInvocation) -> Any:
+        outcome = await call_webhook_tool(
+            self._ctx,
+            tool,
+            call_id=state.public_id,
+            conversation_id=self._conversation_id,
+            arguments=call.arguments,
+        )
+        record = replace(
+            state.record,
+            output=outcome.output,
+            endpoint_url=outcome.endpoint_url,
+            response_status_code=outcome.response_status_code,
+            duration_ms=outcome.duration_ms,
+            timed_out=outcome.timed_out,
+            error_message=outcome.error_message,
+        )
+        processed = {
+            "endpoint_method": outcome.endpoint_method,
+            "endpoint_url": outcome.endpoint_url,
+            "endpoint_called_at": outcome.endpoint_called_at.isoformat().replace("+00:00", "Z"),
+            "request_body": outcome.request_body,
+            "response_body": outcome.response_body,
+            "response_status_code": outcome.response_status_code,
+            "parameters": None,
+            "output": None,
+        }
+        await self._finish(state, record, processed=processed)
+        return outcome.output
+
+    async def _call_client(
+        self, state: _Call, tool: ConversationTool, call: engine.ToolInvocation
+    ) -> Any:
+        started = self._ctx.clock.monotonic()
+        timed_out = False
+        if not self._has_client:
+            output: Any = dict(NO_CLIENT)
+        else:
+            future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+            self._waiting[state.public_id] = future
+            await self._send(
+                {
+                    "type": "tool_call",
+                    "tool_call_id": state.public_id,
+                    "tool_name": call.name,
+                    "parameters": dict(call.arguments),
+                }
+            )
+            timeout_ms = tool.tool_call_output_timeout_ms or DEFAULT_OUTPUT_TIMEOUT_MS
+            try:
+                output = await asyncio.wait_for(future, timeout_ms / 1000)
+            except TimeoutError:
+                self._waiting.pop(state.public_id, None)
+                self._late.add(state.public_id)
+                output, timed_out = dict(TIMED_OUT), True
+        duration_ms = round((self._ctx.clock.monotonic() - started) * 1000)
+        record = replace(
+            state.record,
+            output=output,
+            duration_ms=duration_ms,
+            timed_out=timed_out,
+            error_message="timed out" if timed_out else None,
+        )
+        await self._finish(state, record, processed={})
+        return output
+
+    async def _finish(
+        self, state: _Call, record: ToolCall, *, processed: dict[str, Any] | None
+    ) -> None:
+        """Record the call's outcome, tell the client, update a call already stored."""
+        state.record, state.done = record, True
+        message = {
+            "type": "tool_call_output_processed",
+            "tool_call_id": record.id,
+            "tool": {"id": record.tool_id, "name": record.tool_name},
+            "parameters": record.parameters,
+            "output": record.output,
+            "endpoint_method": None,
+            "endpoint_url": None,
+            "endpoint_called_at": None,
+            "request_body": None,
+            "response_body": None,
+            "response_status_code": None,
+            "duration_ms": record.duration_ms,
+            "timed_out": record.timed_out,
+            "error_message": record.error_message,
+            "conversation_item_role": "assistant",
+        }
+        message.update(processed or {})
+        await self._send(message)
+        if state.stored:
+            try:
+                await conversations.update_tool_call_output(
+                    self._ctx,
+                    org_id=self._org_id,
+                    conversation_id=self._conversation_id,
+                    tool_call=record,
+                )
+            except ParleyError:
+                log.warning("could not store the output of tool call %s", record.id)
+
+
+ENDING_DEFINITION = engine.ToolDefinition(
+    name=engine.END_CONVERSATION_TOOL,
+    description=(
+        "End the conversation when the user has said goodbye or the conversation has come to "
+        "its natural end. Say your closing words first."
+    ),
+    parameters={"type": "object", "properties": {}, "additionalProperties": False},
+)
+
+
+def inline_tool(frame: frames.InlineToolFrame) -> InlineTool:
+    """The inline WebSocket tool a client frame defines."""
+    function = frame.tool_schema.function
+    tool_parameters.check_parameters(function.parameters, webhook=False)
+    return InlineTool(
+        name=function.name,
+        description=function.description,
+        parameters=tool_parameters.model_schema(function.parameters),
+        execution_mode=frame.execution_mode or "sync",
+        tool_call_output_timeout_ms=frame.tool_call_output_timeout_ms,
+        require_speech_before_tool_call=bool(frame.require_speech_before_tool_call),
+    )
+
+
+def _definition(tool: ConversationTool) -> engine.ToolDefinition:
+    if isinstance(tool, InlineTool):
+        parameters: Mapping[str, Any] = tool.parameters
+    else:
+        parameters = tool_parameters.model_schema(tool.parameters)
+    return engine.ToolDefinition(
+        name=tool.name,
+        description=tool.description,
+        parameters=parameters,
+        execution_mode="async" if tool.execution_mode == "async" else "sync",
+        require_speech_before_tool_call=tool.require_speech_before_tool_call,
+    )
+
+
+def _tool_id(tool: ConversationTool) -> str:
+    return f"inline_{tool.name}" if isinstance(tool, InlineTool) else tool.id
+
+
+async def resolve_tools(
+    ctx: Context, *, org_id: str, project_id: str, items: Sequence[str | InlineTool]
+) -> tuple[list[ConversationTool], bool]:
+    """Resolve a tool list (names and inline tools): the tools, and whether the built-in
+    ending tool is among them. Raises UnknownTool (400 `unknown_tool`) for an unknown name,
+    ValidationFailed for two tools of one name."""
+    names = [item for item in items if isinstance(item, str)]
+    custom = [name for name in names if name != engine.END_CONVERSATION_TOOL]
+    found: list[ConversationTool] = list(
+        await tool_service.tools_for_conversation(
+            ctx, org_id=org_id, project_id=project_id, names=custom
+        )
+        if custom
+        else []
+    )
+    found += [item for item in items if isinstance(item, InlineTool)]
+    seen: set[str] = set()
+    for tool in found:
+        if tool.name in seen or tool.name == engine.END_CONVERSATION_TOOL:
+            raise ValidationFailed(param_errors={"tools": f"two tools are named {tool.name!r}"})
+        seen.add(tool.name)
+    return found, engine.END_CONVERSATION_TOOL in names
