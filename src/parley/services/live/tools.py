@@ -30,8 +30,7 @@ from typing import Any
 from parley import engine
 from parley.errors import InvalidRequest, ParleyError, ValidationFailed
 from parley.records import Tool, ToolCall
-from parley.services import conversations
-from parley.services import tool_parameters
+from parley.services import conversations, tool_parameters
 from parley.services import tools as tool_service
 from parley.services.context import Context
 from parley.services.live import frames
