@@ -89,6 +89,7 @@ class RecordingRunner:
         self.failing = failing
         self.calls: list[ToolInvocation] = []
         self.seen_at_start: list[list[object]] = []
+        self.answered_at_start: list[int] = []
         self.answered: list[str] = []
         self.called = anyio.Event()
         self.all_answered = anyio.Event()
@@ -96,6 +97,7 @@ class RecordingRunner:
     async def run(self, call: ToolInvocation) -> Any:
         self.calls.append(call)
         self.seen_at_start.append(list(self.recorder.events))
+        self.answered_at_start.append(len(self.answered))
         self.called.set()
         await anyio.sleep(self.delays.get(call.name, 0.0))
         if call.name in self.failing:
@@ -196,13 +198,11 @@ async def test_parallel_calls_all_run_and_all_outputs_given_to_model(
     chat.script.rounds.append(Round(calls=[order_call(1, "call_a"), order_call(2, "call_b")]))
     delays = {"get_order": 0.3}
     async with conversation(chat, tone_synthesizer, config, delays=delays) as (e, rec, runner):
-        start = anyio.current_time()
         await e.generate_reply(user_message="Orders 1 and 2?")
         await rec.wait_for(AssistantFinishedSpeaking)
-        elapsed = anyio.current_time() - start
     assert [call.arguments for call in runner.calls] == [{"number": 1}, {"number": 2}]
+    assert runner.answered_at_start == [0, 0]  # side by side, not one after the other
     assert set(tool_messages(chat, 1)) == {"call_a", "call_b"}
-    assert elapsed < 0.3 * 2 + 0.25  # run side by side, not one after the other
 
 
 async def test_require_speech_before_tool_call_short_line_when_model_silent(
@@ -306,13 +306,13 @@ async def test_holding_line_when_sync_tool_silent_for_1_5_s(
     chat: ChatServer, tone_synthesizer: Synthesizer, config: SessionConfig
 ) -> None:
     chat.script.rounds.append(Round(calls=[order_call()]))
-    delays = {"get_order": 2.0}
+    delays = {"get_order": 2.5}
     async with conversation(chat, tone_synthesizer, config, delays=delays) as (e, rec, _):
         start = anyio.current_time()
         await e.generate_reply(user_message="Where is order 42?")
         await rec.wait_for(AssistantFinishedSpeaking)
     assert rec.sentences() == [HOLDING_LINE, *ANSWER_SENTENCES]
-    assert 1.5 <= rec.sentence_times()[HOLDING_LINE] - start < 1.9
+    assert 1.5 <= rec.sentence_times()[HOLDING_LINE] - start < 2.2
 
 
 async def test_no_holding_line_for_a_sync_tool_answering_within_1_5_s(
@@ -328,7 +328,7 @@ async def test_no_holding_line_for_a_sync_tool_answering_within_1_5_s(
 
 HELLO = "Hello, I need some help with my order."
 LONG = "Let me pull up that order for you, it may take a little while to find it. " * 2
-"""About 1.8 s of tone (60 ms a word): still playing 1.5 s after the call."""
+"""About 1.9 s of tone (60 ms a word): still playing 1.5 s after the call."""
 
 
 async def test_holding_line_after_earlier_speech_ends_when_tool_still_silent(
@@ -347,7 +347,7 @@ async def test_holding_line_after_earlier_speech_ends_when_tool_still_silent(
     sentences = rec.sentences()
     assert sentences[-3:] == [HOLDING_LINE, *ANSWER_SENTENCES]
     held_at = rec.sentence_times()[HOLDING_LINE] - start
-    assert 1.7 <= held_at < 2.6  # after the 1.8 s of speech, not at 1.5 s
+    assert 1.7 <= held_at < 2.9  # after the 1.9 s of speech, not at 1.5 s
 
 
 async def test_no_holding_line_when_tool_answers_while_earlier_speech_plays(
