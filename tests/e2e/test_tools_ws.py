@@ -16,7 +16,10 @@ from standardwebhooks import Webhook
 from svix.webhooks import Webhook as SvixWebhook
 from websockets.asyncio.client import ClientConnection, connect
 
+from parley.engine import AudioFormat
+from tests import speech
 from tests.e2e.conftest import Customer, Server
+from tests.e2e.test_voice import stream_realtime
 from tests.e2e.test_ws import receive, receive_until
 from tests.llm_server import Call, ChatServer, Round, running_chat_server
 from tests.webhook_receiver import Reply, WebhookReceiver, running_receiver
@@ -371,3 +374,44 @@ async def test_missing_template_variable_is_error_frame_and_config_may_be_sent_a
     assert (await stored(customer, "tools-tpl-missing"))["template_variables"] == {
         "nobody": "Grace"
     }
+
+
+async def test_barge_in_during_sync_tool_interrupts_reply_and_output_still_joins_history(
+    server: Server, customer: Customer, chat: ChatServer
+) -> None:
+    chat.script.rounds.append(call_round("lookup_order", {"order": "C3"}))
+    chat.script.rounds.append(Round(text=["Never spoken: the user barged in."]))
+    slow = {**LOOKUP, "tool_call_output_timeout_ms": 20_000}
+    ws = await open_socket(server, customer, "tools-barge", tools=[slow])
+    async with ws:
+        await started(ws)
+        await ws.send(json.dumps({"type": "generate_reply", "user_message": "Where is C3?"}))
+        call = (await receive_until(ws, "tool_call", within=30))[-1]
+        sentence = speech.SENTENCES[0]
+        await stream_realtime(
+            ws, speech.stream(AudioFormat.PCM_16000, 0.3, speech.spoken(sentence), 1.0)
+        )
+        interrupted = (await receive_until(ws, "tool_call_interrupted", within=30))[-1]
+        await ws.send(
+            json.dumps(
+                {
+                    "type": "tool_call_output",
+                    "tool_call_id": call["tool_call_id"],
+                    "output": {"status": "lost"},
+                }
+            )
+        )
+        seen = await receive_until(ws, "assistant_finished_speaking", within=60)
+        await ws.send(json.dumps({"type": "generate_reply", "user_message": "And now?"}))
+        seen += await receive_until(ws, "assistant_finished_speaking", within=60)
+    assert interrupted["tool_call_id"] == call["tool_call_id"]
+    assert interrupted["tool_name"] == "lookup_order"
+    assert not [m for m in seen if m["type"] == "error"]
+    spoken = " ".join(m["text"] for m in seen if m["type"] == "audio_chunk" and m["text"])
+    assert "Never spoken" in spoken  # the model answered the new user turn instead
+    last_request = chat.requests[-1].body["messages"]
+    outputs = [json.loads(m["content"]) for m in last_request if m["role"] == "tool"]
+    assert outputs == [{"status": "lost"}]
+    conversation = await stored(customer, "tools-barge")
+    calls = [c for i in conversation["items"] for c in i["tool_calls"]]
+    assert [(c["id"], c["output"]) for c in calls] == [(call["tool_call_id"], {"status": "lost"})]
