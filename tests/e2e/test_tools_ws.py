@@ -8,6 +8,7 @@ calls, a real HTTP receiver for webhook tools that checks signatures with the
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterator
 from typing import Any
 
@@ -16,6 +17,7 @@ from standardwebhooks import Webhook
 from svix.webhooks import Webhook as SvixWebhook
 from websockets.asyncio.client import ClientConnection, connect
 
+from parley.cli.serve import configure_logging
 from parley.engine import AudioFormat
 from tests import speech
 from tests.e2e.conftest import Customer, Server
@@ -173,9 +175,15 @@ async def test_websocket_tool_no_answer_in_time_times_out_and_late_answer_warns(
     assert [json.loads(m["content"]) for m in tool_messages(chat)] == [{"error": "timed out"}]
 
 
-async def test_webhook_tool_call_signed_stored_and_answered(
-    server: Server, customer: Customer, chat: ChatServer, receiver: WebhookReceiver
+async def test_webhook_tool_call_signed_stored_and_answered_secrets_never_logged(
+    server: Server,
+    customer: Customer,
+    chat: ChatServer,
+    receiver: WebhookReceiver,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
+    caplog.set_level(logging.DEBUG)
+    configure_logging("debug")  # as `parley serve` with PARLEY_LOG_LEVEL=debug
     created = await customer.api.post(
         "/v1/tools",
         json={
@@ -236,6 +244,11 @@ async def test_webhook_tool_call_signed_stored_and_answered(
     assert call["parameters"] == {"people": 2}
     assert call["output"] == {"booking": "T-9"}
     assert call["response_status_code"] == 200
+    logged = "\n".join(record.getMessage() for record in caplog.records)
+    assert "book_table" in logged  # the call was logged...
+    assert secret not in logged  # ...without the tool's secrets
+    assert secret.removeprefix("whsec_") not in logged
+    assert "secret-header-value" not in logged
 
 
 async def test_webhook_tool_endpoint_failure_becomes_error_output_and_conversation_goes_on(

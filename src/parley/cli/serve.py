@@ -68,9 +68,7 @@ def serve(
         # A name that survives a restart: the restarted instance ends its previous life's
         # conversations at once (services/instances.py). Workers each get a fresh name.
         os.environ["PARLEY_INSTANCE_ID"] = f"{socket.gethostname()[:64]}:{port}"
-    logging.basicConfig(
-        level=settings.log_level.upper(), format="%(levelname)s %(name)s: %(message)s"
-    )
+    configure_logging(settings.log_level)
     uvicorn.run(
         "parley.app:create_app_from_env",
         factory=True,
@@ -90,6 +88,19 @@ def serve(
         # running after this long is cut off, so the process always stops.
         timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
     )
+
+
+PAYLOAD_LOGGERS = ("aiosqlite", "asyncpg", "httpcore", "httpcore2", "httpx", "hpack", "openai")
+"""Libraries whose DEBUG lines carry what they send (SQL parameters, HTTP headers and
+bodies): a tool's endpoint headers, sealed secrets, a model's key. Never below INFO."""
+
+
+def configure_logging(level: str) -> None:
+    """Log Parley at `level` to standard error; the payload loggers never below INFO."""
+    logging.basicConfig(level=level.upper(), format="%(levelname)s %(name)s: %(message)s")
+    for name in PAYLOAD_LOGGERS:
+        logger = logging.getLogger(name)
+        logger.setLevel(max(logger.getEffectiveLevel(), logging.INFO))
 
 
 def check_speech_model(settings: Settings) -> None:

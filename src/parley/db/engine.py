@@ -55,14 +55,19 @@ def create_engine(
     `parley.db.errors.breaks_connection`) is discarded with every other pooled connection,
     so a restarted or repaired database serves the next request.
     """
+    # hide_parameters: statement parameters hold secrets (a tool's endpoint headers, hashes
+    # of credentials), so neither the SQL log nor a driver error's text may show them.
     bounds = timeouts or Timeouts()
     if url.startswith("sqlite"):
-        engine = create_async_engine(url, echo=echo, connect_args={"timeout": 30})
+        engine = create_async_engine(
+            url, echo=echo, hide_parameters=True, connect_args={"timeout": 30}
+        )
         _configure_sqlite(engine, read_only=read_only)
     else:
         engine = create_async_engine(
             url,
             echo=echo,
+            hide_parameters=True,
             pool_size=10,
             max_overflow=10,
             pool_timeout=bounds.pool,
