@@ -18,6 +18,13 @@ Part 2, for each level N of `--levels`, N conversations at once (pcm_16000), eac
 `--concurrent-turns` turns: p50/p95 latency; the largest N with p95 under 2 s is reported.
 The client starts its next sentence 0.5 s into each answer (a barge-in), so turns follow
 each other as in a brisk conversation.
+
+Part 3, `--tool-turns N` (run alone, on a server whose language model is a loopback
+OpenAI-protocol fake, bench/tool_model.py): N plain turns (the model answers in words) and
+N tool turns (the model first calls a sync webhook tool, a loopback endpoint that answers
+in 200 ms, then answers the same words), in alternating conversations of `--block` turns.
+It prints p50/p95 latency of both, the difference, and whether the goal holds: tool turn
+p50 <= plain turn p50 + 0.4 s.
 """
 
 from __future__ import annotations
@@ -45,7 +52,10 @@ from websockets.asyncio.client import ClientConnection, connect
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.tool_model import ENDPOINT_DELAY_S, ENDPOINT_REPLY, TOOL, TOOL_NAME, ToolScript
 from tests import speech
+from tests.llm_server import running_chat_server
+from tests.webhook_receiver import running_receiver
 
 from parley.engine import AudioFormat
 
@@ -79,12 +89,15 @@ def free_port() -> int:
         return port
 
 
-def start_server(directory: Path) -> tuple[subprocess.Popen[str], str, str, ServerLog]:
+def start_server(
+    directory: Path, extra_env: dict[str, str] | None = None
+) -> tuple[subprocess.Popen[str], str, str, ServerLog]:
     port = free_port()
     env = {
         **os.environ,
         "PARLEY_DATABASE_URL": f"sqlite:///{directory / 'bench.db'}",
         "PARLEY_LOG_LEVEL": "info",
+        **(extra_env or {}),
     }
     env.pop("PARLEY_REDIS_URL", None)
     process = subprocess.Popen(  # noqa: S603 - this interpreter, fixed arguments
@@ -131,7 +144,12 @@ def voiced_end(sentence: str) -> float:
 
 
 async def conversation(
-    ws_url: str, key: str, fmt: AudioFormat, sentences: list[str], lead_s: float
+    ws_url: str,
+    key: str,
+    fmt: AudioFormat,
+    sentences: list[str],
+    lead_s: float,
+    agent: str = "bench",
 ) -> list[Turn]:
     """One conversation: each sentence in real time, then silence until the answer starts."""
     turns: list[Turn] = []
@@ -139,7 +157,7 @@ async def conversation(
     async with connect(
         f"{ws_url}/v1/sts/ws", additional_headers={"Authorization": f"Bearer {key}"}
     ) as ws:
-        config = {"type": "config", "agent": "bench", "input_format": fmt.value}
+        config = {"type": "config", "agent": agent, "input_format": fmt.value}
         await ws.send(json.dumps(config | {"output_format": fmt.value}))
         while json.loads(await ws.recv())["type"] != "ready_to_start_conversation":
             pass
@@ -205,13 +223,78 @@ def server_figures(log: ServerLog, start: float, end: float) -> str:
     )
 
 
+async def tool_turns(count: int, block: int) -> None:
+    """Part 3: plain turns and tool turns on one server, in alternating conversations."""
+    sentences = [speech.SENTENCES[i % len(speech.SENTENCES)] for i in range(count)]
+    script = ToolScript()
+    with (
+        running_chat_server() as model,
+        running_receiver() as endpoint,
+        tempfile.TemporaryDirectory() as directory,
+    ):
+        model.script = script
+        endpoint.script(ENDPOINT_REPLY)
+        env = {
+            "PARLEY_LLM_BASE_URL": model.base_url,
+            "PARLEY_LLM_API_KEY": "sk-bench",
+            "PARLEY_LLM_MODEL": "bench-fake",
+            "PARLEY_OUTBOUND_ALLOW_HTTP": "true",
+            "PARLEY_OUTBOUND_ALLOW_PRIVATE_NETWORKS": "true",
+        }
+        process, base, key, _ = start_server(Path(directory), env)
+        try:
+            headers = {"Authorization": f"Bearer {key}"}
+            async with httpx.AsyncClient(base_url=base, headers=headers) as http:
+                tool = {**TOOL, "endpoint_url": endpoint.url("/bookings")}
+                (await http.post("/v1/tools", json=tool)).raise_for_status()
+                for name, tools in (("plain", []), ("tooled", [TOOL_NAME])):
+                    agent = {"name": name, "system_prompt": "You book tables.", "tools": tools}
+                    (await http.post("/v1/agents", json=agent)).raise_for_status()
+            ws_url = base.replace("http://", "ws://")
+            load = os.getloadavg()[0]
+            print(f"cpu cores: {os.cpu_count()}; load average (1 min) at start: {load:.2f}")
+            plain: list[Turn] = []
+            tooled: list[Turn] = []
+            fmt = AudioFormat.PCM_16000
+            for first in range(0, count, block):
+                part = sentences[first : first + block]
+                plain += await conversation(ws_url, key, fmt, part, 0.2, agent="plain")
+                tooled += await conversation(ws_url, key, fmt, part, 0.2, agent="tooled")
+            print(f"load average (1 min) at the end: {os.getloadavg()[0]:.2f}")
+        finally:
+            process.terminate()
+            process.wait(timeout=15)
+        calls = len(endpoint.requests)
+    if calls != len(tooled) or script.calls != len(tooled):
+        raise SystemExit(f"{len(tooled)} tool turns, but {script.calls} calls, {calls} received")
+    print(f"turns of each kind: {count} (pcm_16000); endpoint answers after {ENDPOINT_DELAY_S} s")
+    print("kind         p50 latency  p95 latency  WER")
+    for name, turns in (("plain turn", plain), ("tool turn", tooled)):
+        latencies = [t.latency for t in turns]
+        wer = sum(t.errors for t in turns) / sum(t.words for t in turns)
+        print(
+            f"{name:<12} {percentile(latencies, 50):9.3f} s  "
+            f"{percentile(latencies, 95):9.3f} s  {wer:6.1%}"
+        )
+    p50 = [percentile([t.latency for t in turns], 50) for turns in (plain, tooled)]
+    p95 = [percentile([t.latency for t in turns], 95) for turns in (plain, tooled)]
+    print(f"difference   {p50[1] - p50[0]:9.3f} s  {p95[1] - p95[0]:9.3f} s")
+    held = p50[1] <= p50[0] + 0.4
+    print(f"goal (tool turn p50 <= plain turn p50 + 0.4 s): {'met' if held else 'NOT met'}")
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--turns", type=int, default=20)
     parser.add_argument("--levels", default="1,4,8,12,16")
     parser.add_argument("--concurrent-turns", type=int, default=5)
     parser.add_argument("--formats", default=",".join(f.value for f in AudioFormat))
+    parser.add_argument("--tool-turns", type=int, default=0, help="run part 3 only")
+    parser.add_argument("--block", type=int, default=5, help="turns per conversation, part 3")
     args = parser.parse_args()
+    if args.tool_turns:
+        await tool_turns(args.tool_turns, args.block)
+        return
     sentences = [speech.SENTENCES[i % len(speech.SENTENCES)] for i in range(args.turns)]
     with tempfile.TemporaryDirectory() as directory:
         process, base, key, log = start_server(Path(directory))
