@@ -126,9 +126,7 @@ class ToolLoop:
                 await self._rounds(request, response, send, calls)
             except Exception:
                 logger.exception("a response failed")
-                await self._emit(
-                    EngineWarning("response_failed", "The assistant's response failed.")
-                )
+                await self._warn("response_failed", "The assistant's response failed.")
                 send.send_nowait(Break())
                 send.send_nowait(self._apology)
 
