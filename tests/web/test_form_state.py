@@ -37,12 +37,15 @@ async def test_create_agent_invalid_name_form_kept_error_beside_name(
         "welcome_message": "Hello!",
         "audio_format": "pcm_8000",
         "phone_numbers": "+14155550100",
+        "boosted_keywords": "Acme, Inc.\nParley",
     }
 
     response = await browser.post("/dashboard/agents", typed)
 
     assert response.status_code == 400
-    assert form_values(response.text, "create-agent") == typed
+    kept = form_values(response.text, "create-agent")
+    assert {name: kept[name] for name in typed} == typed
+    assert set(kept) - set(typed) == {"variable_name", "variable_default"}  # blank rows
     assert "a-z" in text_of(response.text, "create-agent-name-error")
     assert "validation_error" in text_of(response.text, "create-agent-error")
     assert "<h1>Agents</h1>" in response.text  # the page itself, not an error page

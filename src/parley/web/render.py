@@ -14,8 +14,16 @@ from starlette.templating import Jinja2Templates
 
 from parley import errors
 from parley.services import orgs
+from parley.web.agent_forms import variable_rows
 from parley.web.form_state import form_state
 from parley.web.session import CsrfRejected, SignInRequired, Visitor, context_of
+from parley.web.tool_forms import (
+    ENDPOINT_METHODS,
+    EXECUTION_MODES,
+    TOOL_TYPES,
+    masked_headers,
+    pretty_json,
+)
 
 HERE = Path(__file__).parent
 templates = Jinja2Templates(directory=HERE / "templates")
@@ -49,7 +57,13 @@ def _when(value: datetime | float | None) -> str:
 
 
 templates.env.filters["when"] = _when
+templates.env.filters["json"] = pretty_json
+templates.env.filters["masked_headers"] = masked_headers
 templates.env.globals["form_state"] = form_state
+templates.env.globals["variable_rows"] = variable_rows
+templates.env.globals["tool_types"] = TOOL_TYPES
+templates.env.globals["execution_modes"] = EXECUTION_MODES
+templates.env.globals["endpoint_methods"] = ENDPOINT_METHODS
 
 
 def error_page(
@@ -126,6 +140,8 @@ NOTICES = {
     "key_revoked": "API key revoked.",
     "token_revoked": "Session token revoked: its live sockets close within 2 seconds.",
     "conversation_ended": "Conversation ended.",
+    "tool_updated": "Tool saved.",
+    "tool_deleted": "Tool deleted.",
 }
 
 

@@ -14,7 +14,7 @@ from parley.errors import ProjectNotFound, ValidationFailed
 from parley.records import UNSET, Agent, AgentPatch, AgentSpec
 from parley.services import agents
 from parley.services import dashboard as dashboard_service
-from parley.web import forms, pages
+from parley.web import agent_forms, forms, pages, tools
 from parley.web.form_state import FORM_ERRORS, FailedForm
 from parley.web.render import (
     HERE,
@@ -56,6 +56,7 @@ def install_dashboard(app: FastAPI, *, secure_cookies: bool) -> None:
     app.state.dashboard = DashboardOptions(secure_cookies=secure_cookies)
     app.include_router(router)
     app.include_router(pages.router)
+    app.include_router(tools.router)
     app.mount("/dashboard/static", StaticFiles(directory=HERE / "static"), name="dashboard")
     app.add_middleware(DashboardHeadersMiddleware)
 
@@ -139,8 +140,9 @@ async def sign_out(request: Request, signed_in: SignedIn, _form: CheckedForm) ->
 async def _agents_page(
     request: Request, signed_in: Visitor, *, status: int = 200, failed: FailedForm | None = None
 ) -> Response:
+    ctx = context_of(request)
     listed = await agents.list_agents(
-        context_of(request), org_id=signed_in.org_id, project=None, cursor=None, limit=100
+        ctx, org_id=signed_in.org_id, project=None, cursor=None, limit=100
     )
     return await page(
         request,
@@ -149,6 +151,8 @@ async def _agents_page(
         status=status,
         agents=listed.items,
         audio_formats=forms.AUDIO_FORMATS,
+        tools=await tools.org_tools(ctx, signed_in.org_id),
+        built_ins=agent_forms.BUILT_INS,
         notice=notice(request),
         failed=failed,
     )
@@ -162,6 +166,7 @@ async def _agent_page(
     status: int = 200,
     failed: FailedForm | None = None,
 ) -> Response:
+    project_tools = await tools.org_tools(context_of(request), signed_in.org_id, agent.project.id)
     return await page(
         request,
         signed_in,
@@ -169,6 +174,8 @@ async def _agent_page(
         status=status,
         agent=agent,
         audio_formats=forms.AUDIO_FORMATS,
+        tools=project_tools,
+        built_ins=agent_forms.BUILT_INS,
         notice=notice(request),
         failed=failed,
     )
@@ -190,6 +197,9 @@ async def create_agent(request: Request, signed_in: SignedIn, form: CheckedForm)
             language="en",
             audio_format=forms.audio_format(form),
             phone_numbers=forms.phone_numbers(form),
+            tools=agent_forms.tool_names(form),
+            template_variables=agent_forms.template_variables(form),
+            boosted_keywords=agent_forms.boosted_keywords(form),
         )
         project = forms.text(form, "project", max_length=64) or None
         agent = await agents.create_agent(
@@ -224,6 +234,9 @@ async def update_agent(
             "welcome_message": forms.text(form, "welcome_message", max_length=2_000) or None,
             "audio_format": forms.audio_format(form),
             "phone_numbers": forms.phone_numbers(form),
+            "tools": agent_forms.tool_names(form),
+            "template_variables": agent_forms.template_variables(form),
+            "boosted_keywords": agent_forms.boosted_keywords(form),
         }
         changed = {k: v for k, v in wanted.items() if getattr(current, k) != v}
         patch = AgentPatch(**changed)  # type: ignore[arg-type]
