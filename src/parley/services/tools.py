@@ -233,7 +233,7 @@ def checked(spec: ToolSpec) -> ToolSpec:
     if refusal := _endpoint_url_refusal(spec.endpoint_url):
         _refuse("endpoint_url", refusal)
     method = spec.endpoint_method or "POST"
-    _check_locations(spec, method)
+    _check_locations(spec, method, spec.endpoint_url)
     return replace(
         spec,
         endpoint_method=method,
@@ -260,7 +260,8 @@ def _endpoint_url_refusal(url: str) -> str | None:
     return None
 
 
-def _check_locations(spec: ToolSpec, method: str) -> None:
+def _check_locations(spec: ToolSpec, method: str, url: str) -> None:
+    """Where each parameter goes must fit the method and the URL's `{name}` placeholders."""
     where = locations(spec.parameters, spec.parameter_locations, method=method)
     if spec.parameter_locations is not None:
         if isinstance(spec.parameters, list):
@@ -273,8 +274,7 @@ def _check_locations(spec: ToolSpec, method: str) -> None:
                 _refuse(
                     f"parameter_locations.{name}", "must be one of " + ", ".join(sorted(LOCATIONS))
                 )
-    assert spec.endpoint_url is not None  # noqa: S101 - checked by the caller
-    placeholders = set(_URL_PLACEHOLDER.findall(spec.endpoint_url))
+    placeholders = set(_URL_PLACEHOLDER.findall(url))
     required = required_names(spec.parameters)
     for name, place in where.items():
         if method == "GET" and place == "request_body":
