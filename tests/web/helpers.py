@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from html import unescape
 from html.parser import HTMLParser
@@ -35,7 +36,10 @@ class Browser:
         assert page.status_code == 200, page.text
         return csrf_of(page.text)
 
-    async def post(self, path: str, data: dict[str, str] | None = None) -> httpx.Response:
+    async def post(
+        self, path: str, data: Mapping[str, str | list[str]] | None = None
+    ) -> httpx.Response:
+        """Post a form with this session's CSRF token; a list is a repeated field."""
         token = await self.csrf()
         return await self.http.post(path, data={"csrf_token": token, **(data or {})})
 
