@@ -4,8 +4,10 @@ Sign in; register a JWKS URL served on loopback and see its key; break that serv
 the fetch error after a refresh; paste a static PEM key; create an agent, disable it, see the
 badge and the refused edit, enable it; create and revoke an API key and see a session opened
 with it end; create a session token, open a WebSocket with it, revoke it from the page and
-see the socket close; read a transcript; see all of it on the activity page, in order, with
-the actor. With PARLEY_DOCS_SCREENSHOTS=1 the pages are saved into docs/images/.
+see the socket close; read a transcript with its tool calls; see all of it on the activity
+page, in order, with the actor. The tools story: create a webhook tool and see its signing
+secret once, give it to an agent, see the refused delete. With PARLEY_DOCS_SCREENSHOTS=1 the
+pages are saved into docs/images/.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from playwright.async_api import Browser, Page, async_playwright
 
 from parley.app import create_app
 from parley.jwt import generate_key_pair, import_jwk
+from parley.records import ToolCall
 from parley.services import conversations
 from tests import databases
 from tests.e2e.conftest import Server
@@ -33,6 +36,11 @@ from tests.jwks_server import JwksServer, running_jwks_server
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 DOCS_IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
+LOOKUP_CALL = ToolCall(
+    id="call_1", tool_id="tool_lookup", tool_name="lookup_order",
+    parameters={"order_id": "A-17"}, output={"status": "shipped", "eta": "today"},
+    endpoint_url="https://hooks.acme.example/orders", response_status_code=200, duration_ms=412,
+)  # fmt: skip
 
 
 @pytest.fixture
@@ -209,15 +217,27 @@ async def test_dashboard_operator_story(
     conversation = await conversations.create_conversation(
         ctx, org_id=created.org.id, agent="support", project=None, conversation_id="order-42"
     )
-    for role, said in [("user", "Where is my order?"), ("assistant", "It ships today.")]:
-        await conversations.add_item(
-            ctx, org_id=created.org.id, conversation_id=conversation.id, role=role, text=said
-        )
+    await conversations.add_item(
+        ctx, org_id=created.org.id, conversation_id=conversation.id, role="user",
+        text="Where is my order?",
+    )  # fmt: skip
+    await conversations.add_item(
+        ctx, org_id=created.org.id, conversation_id=conversation.id, role="assistant",
+        text="It ships today.", tool_calls=[LOOKUP_CALL],
+    )  # fmt: skip
+    await conversations.set_template_variables(
+        ctx, org_id=created.org.id, conversation_id=conversation.id,
+        values={"customer_name": "Ada"},
+    )  # fmt: skip
     await page.click("text=Conversations")
     await page.click("text=order-42")
     transcript = await page.inner_text("#transcript")
     assert "Where is my order?" in transcript
     assert "It ships today." in transcript
+    call = await page.inner_text("#tool-call-call_1")
+    assert "lookup_order" in call
+    assert "412 ms" in call
+    assert "Ada" in await page.inner_text("#template-variables")
     await shot(page, "conversation")
 
     # Every action on the activity page, in order, with the actor.
@@ -304,4 +324,72 @@ async def test_dashboard_refused_form_shown_again_with_what_was_typed(
     assert "EdDSA" in keys
     assert "static" in keys
     assert await page.is_checked("input[name=require_jti]")
+    assert errors == []
+
+
+@pytest.mark.timeout(120)
+async def test_dashboard_tools_story(app: FastAPI, server: Server, chromium: Browser) -> None:
+    created = await make_org(app.state.context, "tooling")
+    page = await chromium.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    await sign_in(page, server, created.api_key.secret)
+
+    # Create a webhook tool: its signing secret is shown once; header values never again.
+    await page.click("nav >> text=Tools")
+    form = "#create-tool"
+    await page.fill(f"{form} input[name=name]", "lookup_order")
+    await page.fill(f"{form} textarea[name=description]", "Find an order by its number.")
+    await page.fill(
+        f"{form} textarea[name=parameters]",
+        '{"type": "object", "properties": {"order_id": {"type": "string"}},'
+        ' "required": ["order_id"]}',
+    )
+    await page.fill(f"{form} input[name=endpoint_url]", "https://hooks.acme.example/orders")
+    await page.fill(
+        f"{form} textarea[name=endpoint_headers]", '{"Authorization": "Bearer header-secret"}'
+    )
+    await page.click("#create-tool-button")
+    secret = await page.inner_text("#new-signing-secret")
+    assert secret.startswith("whsec_")
+    assert "header-secret" not in await page.content()
+
+    # A WebSocket tool beside it.
+    await page.fill(f"{form} input[name=name]", "show_map")
+    await page.select_option(f"{form} select[name=type]", "custom_websocket")
+    await page.fill(f"{form} input[name=tool_call_output_timeout_ms]", "8000")
+    await page.click("#create-tool-button")
+    await page.wait_for_selector("#new-signing-secret")
+
+    # Give the webhook tool to an agent, with a template variable.
+    await page.click("nav >> text=Agents")
+    await page.fill("#create-agent input[name=name]", "support")
+    await page.fill("#create-agent textarea[name=system_prompt]", "Help {{customer_name}}.")
+    await page.check("#create-agent input[name=tools][value=lookup_order]")
+    await page.check("#create-agent input[name=tools][value=natural_conversation_ending]")
+    await page.locator("#create-agent input[name=variable_name]").first.fill("customer_name")
+    await page.locator("#create-agent input[name=variable_default]").first.fill("there")
+    await page.click("text=Create agent")
+    await page.wait_for_selector("text=Agent created.")
+    assert await page.is_checked("#edit-agent input[name=tools][value=lookup_order]")
+
+    # The list: endpoint, masked headers, who uses it; the secret is gone after a reload.
+    await page.click("nav >> text=Tools")
+    table = await page.inner_text("#tools")
+    assert "POST https://hooks.acme.example/orders" in table
+    assert "client (WebSocket)" in table
+    assert "Authorization: ••••••" in table
+    assert "support" in table
+    content = await page.content()
+    assert secret not in content
+    assert "header-secret" not in content
+    await shot(page, "tools")
+
+    # Deleting a tool an agent lists is refused on the tool's page.
+    await page.click("#tools >> text=lookup_order")
+    await page.click("#delete")
+    refusal = await page.inner_text("#delete-tool-error")
+    assert "tool_in_use" in refusal
+    assert "support" in refusal
+    await shot(page, "tool")
     assert errors == []
