@@ -24,6 +24,9 @@ OUTSIDE_THE_TREE = {
     "parley.services.token_check._Stop": "the token checker's control flow, never escapes it",
     "parley.db.probe.DatabaseProbeFailed": "start-up: printed by the CLI, no client sees it",
     "parley.db.migrate.MigrationFailed": "start-up: printed by the CLI, no client sees it",
+    "parley.engine.tool_checks.ToolCallRefused": (
+        "a model's bad tool call: becomes the call's error output, never escapes the engine"
+    ),
     "parley.stores.probe.RedisProbeFailed": "start-up: printed by the CLI, no client sees it",
     "parley.web.session.CsrfRejected": "dashboard: answered with a page, not the envelope",
     "parley.web.session.SignInRequired": "dashboard: answered with a redirect to sign-in",

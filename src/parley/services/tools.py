@@ -3,7 +3,8 @@
 Rules:
 1. Names are 1-64 characters of `a-z 0-9 _`, unique in the project, neither shaped like a
    tool ID nor a built-in tool's name.
-2. `custom_webhook` tools need `endpoint_url` (http(s); see `_endpoint_url_refusal`);
+2. `custom_webhook` tools need `endpoint_url` (https on a public address unless the operator
+   allows otherwise: `AddressPolicy.static_refusal`);
    `endpoint_method` is POST (default) or GET; `endpoint_timeout_ms` is 1000-180000 (default
    5000); `tool_call_output_timeout_ms` is not theirs.
 3. `custom_websocket` tools have no endpoint fields and no `parameter_locations`;
@@ -24,7 +25,6 @@ import secrets
 from collections.abc import Sequence
 from dataclasses import fields, replace
 from typing import Final, NoReturn
-from urllib.parse import urlsplit
 
 from parley.clock import utcnow
 from parley.db.repos import agents as agent_repo
@@ -40,6 +40,7 @@ from parley.errors import (
     ValidationFailed,
 )
 from parley.ids import looks_like_id, new_id
+from parley.outbound import AddressPolicy
 from parley.records import (
     Actor,
     IssuedTool,
@@ -95,7 +96,7 @@ async def create_tool(
     ctx: Context, *, org_id: str, project: str | None, spec: ToolSpec, actor: Actor
 ) -> IssuedTool:
     """Create a tool in a project (default `main`); its secret is returned this once."""
-    spec = checked(spec)
+    spec = checked(spec, ctx.outbound_policy)
     secret = new_signing_secret()
     async with ctx.db.transaction(UNIQUE_VIOLATIONS) as session:
         in_project = await project_repo.resolve(session, org_id, project or MAIN_PROJECT)
@@ -140,7 +141,7 @@ async def update_tool(
     """Apply a partial update, checked as the whole tool it makes (rule 5)."""
     async with ctx.db.transaction(UNIQUE_VIOLATIONS) as session:
         tool = await find_tool(session, org_id, ref, project, for_update=True)
-        merged = checked(_merge(tool, patch))
+        merged = checked(_merge(tool, patch), ctx.outbound_policy)
         now = utcnow(ctx.clock)
         if merged.name != tool.name:
             if await tool_repo.name_taken(session, tool.project.id, merged.name):
@@ -212,8 +213,12 @@ async def find_tool(
     return await tool_repo.find(session, org_id, ref, project_id=project_id, for_update=for_update)
 
 
-def checked(spec: ToolSpec) -> ToolSpec:
-    """Check every field of a tool (rules 1-4); return it with the defaults of its type."""
+def checked(spec: ToolSpec, policy: AddressPolicy) -> ToolSpec:
+    """Check every field of a tool (rules 1-4); return it with the defaults of its type.
+
+    The endpoint URL is checked by the outbound policy without resolving it (https, and no
+    literal private address, unless the operator allows them); its resolved addresses are
+    checked again at each call (services/webhook_tools.py)."""
     if not NAME.fullmatch(spec.name) or looks_like_id(spec.name):
         _refuse("name", NAME_RULE)
     if spec.name in BUILT_IN_TOOLS:
@@ -230,7 +235,7 @@ def checked(spec: ToolSpec) -> ToolSpec:
         _refuse("tool_call_output_timeout_ms", "is only for custom_websocket tools")
     if spec.endpoint_url is None:
         _refuse("endpoint_url", "is required for custom_webhook tools")
-    if refusal := _endpoint_url_refusal(spec.endpoint_url):
+    if refusal := policy.static_refusal(spec.endpoint_url):
         _refuse("endpoint_url", refusal)
     method = spec.endpoint_method or "POST"
     _check_locations(spec, method, spec.endpoint_url)
@@ -239,25 +244,6 @@ def checked(spec: ToolSpec) -> ToolSpec:
         endpoint_method=method,
         endpoint_timeout_ms=_timeout(spec.endpoint_timeout_ms, "endpoint_timeout_ms"),
     )
-
-
-def _endpoint_url_refusal(url: str) -> str | None:
-    """Why `url` cannot be a webhook tool's endpoint, or None.
-
-    TODO(outbound): the lead wires in the shared outbound address policy (https, no literal
-    private address unless the operator allows it, API.md section 11); until then only the
-    scheme and the host are checked here.
-    """
-    try:
-        parts = urlsplit(url)
-        parts.port  # noqa: B018 - raises ValueError for a port that is not a number
-    except ValueError:
-        return "must be an absolute http(s) URL"
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        return "must be an absolute http(s) URL"
-    if parts.username is not None or parts.password is not None:
-        return "must not carry credentials (use endpoint_headers)"
-    return None
 
 
 def _check_locations(spec: ToolSpec, method: str, url: str) -> None:
