@@ -23,6 +23,7 @@ pytestmark = pytest.mark.anyio
 
 PAGES = [
     "/dashboard/agents",
+    "/dashboard/tools",
     "/dashboard/jwt",
     "/dashboard/api-keys",
     "/dashboard/session-tokens",
