@@ -194,6 +194,23 @@ async def test_create_tool_parameters_not_a_schema_error_names_the_field(
     assert await tool_names(tenant) == []
 
 
+@pytest.mark.parametrize(
+    "parameters",
+    ['{"type": "object", "default": NaN}', "[" * 5000, "1" * 5000],
+    ids=["nan", "deep", "huge-integer"],
+)
+async def test_create_tool_parameters_python_only_json_refused(
+    tenant: Tenant, browser: Browser, parameters: str
+) -> None:
+    await signed_in(browser, tenant)
+
+    response = await browser.post("/dashboard/tools", webhook_form(parameters=parameters))
+
+    assert response.status_code == 400
+    assert "is not valid JSON" in text_of(response.text, "create-tool-parameters-error")
+    assert await tool_names(tenant) == []
+
+
 async def test_create_tool_bad_headers_json_error_beside_headers(
     tenant: Tenant, browser: Browser
 ) -> None:

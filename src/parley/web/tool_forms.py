@@ -84,13 +84,13 @@ def json_field(form: FormData, field: str, *, default: Any) -> Any:
     if not raw:
         return default
     try:
-        value = json.loads(raw)
+        value = json.loads(raw, parse_constant=_refuse_constant)
     except json.JSONDecodeError as error:
         where = f"line {error.lineno}, column {error.colno}"
         raise ValidationFailed(
             param_errors={field: f"is not valid JSON ({error.msg} at {where})"}
         ) from None
-    except (ValueError, RecursionError):  # nesting deeper than the parser's stack
+    except (ValueError, RecursionError):  # NaN, a huge integer, nesting past the stack
         raise ValidationFailed(param_errors={field: "is not valid JSON"}) from None
     pending = [value]
     while pending:  # bounded: each JSON value is visited once
@@ -112,6 +112,11 @@ def masked_headers(headers: Mapping[str, str] | None) -> list[str]:
 def pretty_json(value: Any) -> str:
     """A JSON value as an operator reads and edits it."""
     return json.dumps(value, indent=2, ensure_ascii=False)
+
+
+def _refuse_constant(name: str) -> Any:
+    """NaN and Infinity are not JSON (RFC 8259), though Python's parser takes them."""
+    raise ValueError(name)
 
 
 def _headers(form: FormData) -> dict[str, str] | None:
