@@ -111,6 +111,30 @@ async def test_create_tool_stores_the_secret_sealed(tenant: Tenant, database_url
     assert created["signing_secret"].removeprefix("whsec_") not in stored
 
 
+async def test_tool_endpoint_header_values_stored_sealed_and_read_back_in_clear(
+    tenant: Tenant, database_url: str
+) -> None:
+    created = await create(tenant, webhook(endpoint_headers={"X-Api-Key": "sk-customer-123"}))
+    patched = await tenant.client.patch(
+        "/v1/tools/weather", json={"endpoint_headers": {"X-Api-Key": "sk-customer-456"}}
+    )
+    assert patched.status_code == 200, patched.text
+    engine = create_engine(database_url)
+    try:
+        async with engine.connect() as connection:
+            stored = await connection.scalar(
+                text("SELECT endpoint_headers FROM tools WHERE id = :id"), {"id": created["id"]}
+            )
+    finally:
+        await engine.dispose()
+    assert "X-Api-Key" in str(stored)
+    assert "sk-customer" not in str(stored)
+    assert (await get(tenant, "weather"))["endpoint_headers"] == {"X-Api-Key": "sk-customer-456"}
+    renamed = await tenant.client.patch("/v1/tools/weather", json={"description": "Weather."})
+    assert renamed.status_code == 200, renamed.text  # untouched headers are not sealed twice
+    assert (await get(tenant, "weather"))["endpoint_headers"] == {"X-Api-Key": "sk-customer-456"}
+
+
 async def test_get_tool_shows_every_field_of_api_md(tenant: Tenant) -> None:
     created = await create(tenant, webhook(endpoint_headers={"X-Api-Key": "k"}))
 

@@ -12,7 +12,8 @@ Rules:
 4. `parameters` is one of the two forms of services/tool_parameters.py.
 5. A PATCH is checked as the whole tool it would make, as a creation is.
 6. The signing secret (`whsec_` + base64 of 32 random bytes) is stored sealed
-   (`ctx.secrets`), shown once at creation, and unsealed only for calls.
+   (`ctx.secrets`), shown once at creation, and unsealed only for calls; the values of
+   `endpoint_headers` (often the customer's credentials) are stored sealed too.
 7. A tool that an agent lists cannot be deleted (409 `tool_in_use`); renaming it renames it
    in those agents' lists. The tool's row is locked first, as an agent naming it locks it.
 """
@@ -22,7 +23,7 @@ from __future__ import annotations
 import base64
 import re
 import secrets
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import fields, replace
 from typing import Final, NoReturn
 
@@ -107,18 +108,19 @@ async def create_tool(
             tool_id=new_id("tool"),
             org_id=org_id,
             project=_ref(in_project),
-            spec=spec,
+            spec=replace(spec, endpoint_headers=_seal_headers(ctx, spec.endpoint_headers)),
             sealed_secret=ctx.secrets.seal(secret),
             now=utcnow(ctx.clock),
         )
         await _record(session, ctx, tool, actor, "tool.create", project=in_project.name)
-    return IssuedTool(tool=replace(tool, signing_secret=secret), signing_secret=secret)
+    made = replace(tool, signing_secret=secret, endpoint_headers=spec.endpoint_headers)
+    return IssuedTool(tool=made, signing_secret=secret)
 
 
 async def get_tool(ctx: Context, *, org_id: str, ref: str, project: str | None) -> Tool:
     """Return the tool named (in `project`, default `main`) or identified by `ref`."""
     async with ctx.db.read() as session:
-        return _unsealed(ctx, await find_tool(session, org_id, ref, project))
+        return _readable(ctx, await find_tool(session, org_id, ref, project))
 
 
 async def list_tools(
@@ -132,7 +134,7 @@ async def list_tools(
         found = await tool_repo.list_page(
             session, org_id, project_id=project_id, cursor=cursor, limit=limit
         )
-    return page_of([_unsealed(ctx, tool) for tool in found], limit=limit)
+    return page_of([_readable(ctx, tool) for tool in found], limit=limit)
 
 
 async def update_tool(
@@ -140,8 +142,9 @@ async def update_tool(
 ) -> None:
     """Apply a partial update, checked as the whole tool it makes (rule 5)."""
     async with ctx.db.transaction(UNIQUE_VIOLATIONS) as session:
-        tool = await find_tool(session, org_id, ref, project, for_update=True)
+        tool = _readable(ctx, await find_tool(session, org_id, ref, project, for_update=True))
         merged = checked(_merge(tool, patch), ctx.outbound_policy)
+        merged = replace(merged, endpoint_headers=_seal_headers(ctx, merged.endpoint_headers))
         now = utcnow(ctx.clock)
         if merged.name != tool.name:
             if await tool_repo.name_taken(session, tool.project.id, merged.name):
@@ -316,7 +319,25 @@ def _unset(patch: ToolPatch, name: str) -> bool:
 
 
 def _unsealed(ctx: Context, tool: Tool) -> Tool:
-    return replace(tool, signing_secret=ctx.secrets.unseal(tool.signing_secret))
+    """The tool as a call needs it: its signing secret and header values in clear."""
+    return replace(_readable(ctx, tool), signing_secret=ctx.secrets.unseal(tool.signing_secret))
+
+
+def _readable(ctx: Context, tool: Tool) -> Tool:
+    """The tool as its owner reads it: header values in clear, no signing secret (it was
+    shown once, at creation)."""
+    headers = tool.endpoint_headers
+    opened = (
+        {name: ctx.secrets.unseal(value) for name, value in headers.items()} if headers else headers
+    )
+    return replace(tool, endpoint_headers=opened, signing_secret="")
+
+
+def _seal_headers(ctx: Context, headers: Mapping[str, str] | None) -> dict[str, str] | None:
+    """Header values carry the customer's credentials (API keys): stored sealed."""
+    if headers is None:
+        return None
+    return {name: ctx.secrets.seal(value) for name, value in headers.items()}
 
 
 def _ref(project: Project) -> ProjectRef:
