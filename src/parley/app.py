@@ -26,6 +26,7 @@ from parley.api.routes import (
     health,
     projects,
     session_tokens,
+    telephony,
     tools,
 )
 from parley.api.ws_protocol import WS_PROTOCOL
@@ -103,6 +104,7 @@ def create_app(
         auth_jwt.router,
         session_tokens.router,
         conversations.router,
+        telephony.router,
         ws.router,
     )
     for router in routers:

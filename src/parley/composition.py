@@ -19,7 +19,7 @@ from parley.errors import Unavailable
 from parley.jwt import JwksFetcher, KeyCache
 from parley.outbound import AddressPolicy, OutboundClient
 from parley.sealing import open_secret_box
-from parley.services.context import Context, Instance, JwtRuntime
+from parley.services.context import DEFAULT_PUBLIC_URL, Context, Instance, JwtRuntime
 from parley.services.credential_cache import MAX_ENTRIES, CredentialCache
 from parley.services.jwt_config import DatabaseKeySetStore, IssuerDirectory
 from parley.stores import RateLimiter, ReplayGuard, Revocations, StoreHealth, Throttle
@@ -58,6 +58,8 @@ class RuntimeOptions:
     conversation_lease_seconds: float = 15.0
     secret_key: str | None = field(default=None, repr=False)
     """PARLEY_SECRET_KEY; None: the key file (parley/sealing.py)."""
+    public_url: str = DEFAULT_PUBLIC_URL
+    """PARLEY_PUBLIC_URL, without a trailing slash: what carriers call and sign (API.md 13)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,6 +139,7 @@ async def open_context(options: RuntimeOptions, *, clock: Clock) -> AsyncIterato
             credential_cache=CredentialCache(
                 max_entries=MAX_ENTRIES if options.redis_url is None else 0
             ),
+            public_url=options.public_url,
         )
 
 

@@ -13,13 +13,16 @@
      │        TokenNotYetValid (parley.jwt.errors)
      ├── Forbidden ................. the caller is known but may not do this
      │    ├── InsufficientScope
+     │    ├── InvalidCarrierSignature, InvalidStreamToken (phone calls, API.md section 13)
      │    └── ConversationIdMismatch, IssuerNotRegistered (parley.jwt.errors)
      ├── NotFound
      │    └── AgentNotFound, ProjectNotFound, ApiKeyNotFound, ConversationNotFound
-     │        (ConversationNotStarted), SessionTokenNotFound, ToolNotFound
+     │        (ConversationNotStarted), SessionTokenNotFound, ToolNotFound,
+     │        TelephonyNotConfigured
      ├── Conflict .................. the request clashes with stored state
      │    └── NameTaken, AgentDisabled, PhoneNumberTaken, ProjectNotEmpty, ProjectProtected,
-     │        ConversationExists, ConversationEnded, IssuerTaken, JtiReplayed, ToolInUse
+     │        ConversationExists, ConversationEnded, IssuerTaken, JtiReplayed, ToolInUse,
+     │        AccountTaken
      ├── PayloadTooLarge
      ├── RateLimited ............... carries retry_after (seconds)
      └── Unavailable ............... a dependency is down; fails closed (Retry-After 2 s)
@@ -131,6 +134,22 @@ class InsufficientScope(Forbidden):
     message = "This credential may not perform this request."
 
 
+class InvalidCarrierSignature(Forbidden):
+    """A carrier webhook whose `X-Twilio-Signature` is missing or wrong, or whose account is
+    unknown: one answer for all, no hint which (API.md section 13). It shares its code with
+    a JWT's bad signature (a 401), being the same failure of another credential."""
+
+    code = "invalid_signature"
+    message = "invalid signature"
+
+
+class InvalidStreamToken(Forbidden):
+    """A media stream's token is wrong, used, expired or for another conversation."""
+
+    code = "invalid_stream_token"
+    message = "The stream token is not valid for this conversation."
+
+
 # --- 404 ---------------------------------------------------------------------------
 
 
@@ -184,6 +203,11 @@ class OrganizationNotFound(NotFound):
     message = "Organization not found."
 
 
+class TelephonyNotConfigured(NotFound):
+    code = "telephony_not_configured"
+    message = "No carrier account is set for this organization."
+
+
 # --- 409 ---------------------------------------------------------------------------
 
 
@@ -235,6 +259,11 @@ class IssuerTaken(Conflict):
 class ToolInUse(Conflict):
     code = "tool_in_use"
     message = "An agent lists this tool: remove it from the agent first."
+
+
+class AccountTaken(Conflict):
+    code = "account_taken"
+    message = "The carrier account is set by another organization."
 
 
 # --- 413, 429, 503 -----------------------------------------------------------------

@@ -21,6 +21,7 @@ def runtime_options(settings: Settings) -> RuntimeOptions:
         database_url=settings.database_url,
         redis_url=settings.redis_url,
         default_audience=settings.public_host,
+        public_url=settings.public_url,
         jwks_allow_http=settings.jwks_allow_http,
         jwks_allow_private_networks=settings.jwks_allow_private_networks,
         outbound_allow_http=settings.outbound_allow_http,

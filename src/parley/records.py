@@ -183,6 +183,8 @@ class Conversation:
     items: tuple[ConversationItem, ...]
     template_variables: Mapping[str, str] = field(default_factory=dict)
     """The template values the conversation used (API.md section 12)."""
+    call_info: CallInfo | None = None
+    """The phone call carrying the conversation (API.md section 13); None off the phone."""
 
     @property
     def duration_ms(self) -> int | None:
@@ -190,6 +192,42 @@ class Conversation:
         if self.started_at is None or self.ended_at is None:
             return None
         return round((self.ended_at - self.started_at).total_seconds() * 1000)
+
+
+@dataclass(frozen=True, slots=True)
+class CallInfo:
+    """Who called which number, and the carrier's name for the call (API.md section 5)."""
+
+    from_phone_number: str | None
+    to_phone_number: str | None
+    twilio_call_sid: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class TwilioAccount:
+    """An organization's carrier account (API.md section 13); the auth token stays sealed."""
+
+    org_id: str
+    account_sid: str
+    auth_token_last4: str
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class VoiceAnswer:
+    """What the voice webhook answers: refuse the call, or stream it to a conversation.
+
+    `conversation_id` and `stream_token` are None for a refused call; the token is shown
+    here once and stored only as its SHA-256.
+    """
+
+    conversation_id: str | None = None
+    stream_token: str | None = field(default=None, repr=False)
+
+    @property
+    def rejected(self) -> bool:
+        return self.conversation_id is None
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,6 +8,7 @@ from typing import Literal, cast
 from parley.api.schemas import (
     AgentRefOut,
     AnalysisOut,
+    CallInfoOut,
     ConversationItemOut,
     ConversationOut,
     JwtConfigOut,
@@ -17,7 +18,7 @@ from parley.api.schemas import (
     ToolRefOut,
 )
 from parley.clock import isoformat
-from parley.records import Conversation, ToolCall
+from parley.records import CallInfo, Conversation, ToolCall
 from parley.services.jwt_config import JwtConfigView
 
 
@@ -43,8 +44,9 @@ def jwt_config_out(view: JwtConfigView) -> JwtConfigOut:
 def conversation_out(conversation: Conversation) -> ConversationOut:
     """The conversation as API.md section 5 shows it.
 
-    `ended_by` and `call_info` are null and `analysis` is empty until the conversation
-    records them (later issues); the members are there so clients can rely on them.
+    `ended_by` is null and `analysis` is empty until the conversation records them (later
+    issues); the members are there so clients can rely on them. `call_info` is set for
+    phone calls (API.md section 13).
     """
     agent = conversation.agent
     project = conversation.project
@@ -59,7 +61,7 @@ def conversation_out(conversation: Conversation) -> ConversationOut:
         ended_at=isoformat(conversation.ended_at) if conversation.ended_at else None,
         ended_by=None,
         duration_ms=conversation.duration_ms,
-        call_info=None,
+        call_info=call_info_out(conversation.call_info),
         template_variables=dict(conversation.template_variables),
         analysis=AnalysisOut(latencies_ms=[], interruptions_count=0),
         created_at=isoformat(conversation.created_at),
@@ -72,6 +74,17 @@ def conversation_out(conversation: Conversation) -> ConversationOut:
             )
             for item in conversation.items
         ],
+    )
+
+
+def call_info_out(info: CallInfo | None) -> CallInfoOut | None:
+    """A phone call's `call_info` as API.md section 5 shows it."""
+    if info is None:
+        return None
+    return CallInfoOut(
+        from_phone_number=info.from_phone_number,
+        to_phone_number=info.to_phone_number,
+        twilio_call_sid=info.twilio_call_sid,
     )
 
 

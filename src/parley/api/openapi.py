@@ -7,7 +7,8 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
-PUBLIC_PATHS = {"/health"}
+PUBLIC_PATHS = {"/health", "/v1/telephony/twilio/voice"}
+"""Paths without a bearer credential (the carrier's voice webhook is signed instead)."""
 ALWAYS_POSSIBLE = {
     "400": "Invalid request: parameters, body, credentials or the HTTP message itself.",
     "503": "A dependency is unavailable; see `Retry-After`.",

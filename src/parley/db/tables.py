@@ -210,10 +210,53 @@ class ConversationRow(Base):
     """The instance serving the conversation while it is `live` (its lease holder)."""
     template_variables: Mapped[dict[str, str]] = mapped_column(JSON, server_default="{}")
     """The template values the conversation used (API.md section 12)."""
+    from_phone_number: Mapped[str | None] = mapped_column(String(64))
+    """A phone call's caller, as the carrier gave it (API.md section 13's `call_info`)."""
+    to_phone_number: Mapped[str | None] = mapped_column(String(64))
+    twilio_call_sid: Mapped[str | None] = mapped_column(String(64))
 
     __table_args__ = (
         Index("ix_conversations_org_id_created_at", "org_id", "created_at"),
         Index("ix_conversations_status_instance_id", "status", "instance_id"),
+    )
+
+
+class TwilioAccountRow(Base):
+    """An organization's carrier account (API.md section 13): one per organization, and an
+    `account_sid` belongs to one organization. The auth token is stored sealed."""
+
+    __tablename__ = "twilio_accounts"
+
+    org_id: Mapped[str] = mapped_column(
+        ForeignKey("organizations.id", ondelete="CASCADE"), primary_key=True
+    )
+    account_sid: Mapped[str] = mapped_column(String(34), unique=True)
+    auth_token_sealed: Mapped[str] = mapped_column(Text)
+    auth_token_last4: Mapped[str] = mapped_column(String(4))
+    created_at: Mapped[datetime] = mapped_column()
+    updated_at: Mapped[datetime] = mapped_column()
+
+
+class StreamTokenRow(Base):
+    """A phone call's single-use media stream token, stored as its SHA-256 (API.md 13)."""
+
+    __tablename__ = "stream_tokens"
+
+    token_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    org_id: Mapped[str] = mapped_column(String(40))
+    conversation_id: Mapped[str] = mapped_column(String(128))
+    expires_at: Mapped[datetime] = mapped_column()
+    used_at: Mapped[datetime | None] = mapped_column()
+
+    __table_args__ = (
+        ForeignKeyConstraint(
+            ["org_id", "conversation_id"],
+            ["conversations.org_id", "conversations.id"],
+            ondelete="CASCADE",
+            name="fk_stream_tokens_conversation",
+        ),
+        Index("ix_stream_tokens_conversation", "org_id", "conversation_id"),
+        Index("ix_stream_tokens_expires_at", "expires_at"),
     )
 
 

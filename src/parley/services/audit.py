@@ -53,6 +53,8 @@ ACTIONS: Final = frozenset(
         "jwt.update",
         "jwt.refresh",
         "conversation.end",
+        "telephony.update",
+        "telephony.delete",
         "dashboard.sign_in",
         "dashboard.sign_out",
         "dashboard.sign_in_failed",

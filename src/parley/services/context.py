@@ -14,6 +14,9 @@ from parley.clock import Clock
 from parley.db.database import Database
 from parley.services.credential_cache import CredentialCache
 
+DEFAULT_PUBLIC_URL = "http://127.0.0.1:8000"
+"""PARLEY_PUBLIC_URL's default (parley/config.py)."""
+
 if TYPE_CHECKING:
     # Annotations only: the operator commands import this module without loading them.
     from parley.jwt import JwksFetcher, KeyCache
@@ -71,3 +74,6 @@ class Context(DatabaseContext):
     """Where webhook tools and webhooks may call (PARLEY_OUTBOUND_ALLOW_*)."""
     credential_cache: CredentialCache = field(default_factory=CredentialCache)
     """API keys and session tokens already seen (services/credential_cache.py)."""
+    public_url: str = DEFAULT_PUBLIC_URL
+    """The service's public URL (PARLEY_PUBLIC_URL, no trailing slash): carriers call it and
+    sign their webhooks over it, whatever Host header a proxy passes on (API.md 13)."""

@@ -1,4 +1,5 @@
-"""The timer of each serving instance: lease, orphans, revocations waiting for the store.
+"""The timer of each serving instance: lease, orphans, unanswered phone calls, revocations
+waiting for the store.
 
 `housekeeping(ctx)` registers the instance (ending its previous life's and any orphaned
 live conversations), runs the timer while the server runs, and retires the instance at a
@@ -13,7 +14,7 @@ import logging
 from collections.abc import AsyncIterator, Awaitable
 
 from parley.errors import ParleyError
-from parley.services import instances, revocations
+from parley.services import instances, revocations, telephony
 from parley.services.context import Context
 
 log = logging.getLogger(__name__)
@@ -54,6 +55,7 @@ async def _run(ctx: Context) -> None:
             next_lease = loop.time() + lease_tick
             await _step("renew the lease", instances.renew(ctx))
             await _step("end orphaned conversations", instances.end_orphans(ctx))
+            await _step("end calls never streamed", telephony.end_expired_calls(ctx))
         await _step("publish waiting revocations", revocations.publish_pending(ctx))
         await asyncio.sleep(tick)
 

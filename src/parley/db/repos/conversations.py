@@ -15,7 +15,14 @@ from parley.db.pagination import paginate
 from parley.db.tables import AgentRow, ConversationItemRow, ConversationRow, InstanceRow
 from parley.errors import ConversationExists
 from parley.ids import is_valid_conversation_id
-from parley.records import AgentRef, Conversation, ConversationItem, ProjectRef, ToolCall
+from parley.records import (
+    AgentRef,
+    CallInfo,
+    Conversation,
+    ConversationItem,
+    ProjectRef,
+    ToolCall,
+)
 
 UNIQUE_VIOLATIONS = {
     "pk_conversations": ConversationExists,
@@ -41,6 +48,9 @@ class ConversationState:
     created_at: datetime
     instance_id: str | None
     template_variables: Mapping[str, str] = field(default_factory=dict)
+    from_phone_number: str | None = None
+    to_phone_number: str | None = None
+    twilio_call_sid: str | None = None
 
 
 COLUMNS = tuple(field.name for field in fields(ConversationState))
@@ -61,6 +71,9 @@ def to_state(row: ConversationRow) -> ConversationState:
         created_at=row.created_at,
         instance_id=row.instance_id,
         template_variables=dict(row.template_variables or {}),
+        from_phone_number=row.from_phone_number,
+        to_phone_number=row.to_phone_number,
+        twilio_call_sid=row.twilio_call_sid,
     )
 
 
@@ -91,6 +104,18 @@ def to_record(
         created_at=row.created_at,
         items=tuple(items),
         template_variables=dict(row.template_variables or {}),
+        call_info=_call_info(row),
+    )
+
+
+def _call_info(row: ConversationRow | ConversationState | Row[Any]) -> CallInfo | None:
+    """A phone call's `call_info` (API.md section 13); None for other conversations."""
+    if row.twilio_call_sid is None and row.to_phone_number is None:
+        return None
+    return CallInfo(
+        from_phone_number=row.from_phone_number,
+        to_phone_number=row.to_phone_number,
+        twilio_call_sid=row.twilio_call_sid,
     )
 
 
@@ -207,8 +232,9 @@ async def create(
     agent_id: str,
     project: ProjectRef,
     at: datetime,
+    call_info: CallInfo | None = None,
 ) -> ConversationState:
-    """Insert a `pending` conversation of an agent."""
+    """Insert a `pending` conversation of an agent (of a phone call, given `call_info`)."""
     state = ConversationState(
         org_id=org_id,
         id=conversation_id,
@@ -222,6 +248,9 @@ async def create(
         ended_at=None,
         created_at=at,
         instance_id=None,
+        from_phone_number=call_info.from_phone_number if call_info else None,
+        to_phone_number=call_info.to_phone_number if call_info else None,
+        twilio_call_sid=call_info.twilio_call_sid if call_info else None,
     )
     await session.execute(insert(ConversationRow).values(**_columns(state)))
     return state

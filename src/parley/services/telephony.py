@@ -1,0 +1,308 @@
+"""Phone calls through a carrier speaking Twilio's protocol (API.md section 13), up to the
+media socket: the carrier account, the signed voice webhook and the stream tokens.
+
+Rules:
+1. An organization sets at most one Twilio account; an `account_sid` (`AC` + 32 hex digits,
+   Twilio's shape) belongs to one organization (409 `account_taken`). The auth token (32 hex
+   digits, as Twilio issues them) is stored sealed (`ctx.secrets`), never returned, never
+   logged: only its last 4 characters are shown.
+2. The voice webhook's credential is its `X-Twilio-Signature` over `PARLEY_PUBLIC_URL` + path
+   + query (never the Host header a proxy passes on), compared in constant time. A missing or
+   wrong signature and an unknown `AccountSid` get one answer: 403 `invalid_signature`.
+3. A call to a number that is not an enabled agent's of that organization is rejected and
+   makes no conversation. The agent's row is locked first, as the socket's `start_live`
+   locks it, so a disable that has answered wins the race.
+4. An answered call gets a `pending` conversation with its `call_info` and a stream token:
+   single-use, bound to that conversation, valid 60 s, stored as its SHA-256 only.
+   Redeeming consumes it in one UPDATE (two instances cannot both redeem it); a wrong token
+   changes nothing. A conversation whose token expired unused is ended by the housekeeping
+   timer (`end_expired_calls`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+import secrets
+from collections.abc import Sequence
+from datetime import timedelta
+from typing import Final
+
+from parley.clock import utcnow
+from parley.db.repos import agents as agent_repo
+from parley.db.repos import conversations as conversation_repo
+from parley.db.repos import telephony as telephony_repo
+from parley.db.session import Session
+from parley.errors import (
+    AccountTaken,
+    AgentNotFound,
+    Forbidden,
+    InvalidCarrierSignature,
+    InvalidStreamToken,
+    TelephonyNotConfigured,
+    ValidationFailed,
+)
+from parley.ids import is_valid_conversation_id, new_id
+from parley.records import Actor, CallInfo, Conversation, TwilioAccount, VoiceAnswer
+from parley.services import audit
+from parley.services.context import Context
+from parley.services.twilio_signature import signature_matches
+
+__all__ = [
+    "MEDIA_PATH",
+    "STREAM_TOKEN_TTL_SECONDS",
+    "VOICE_PATH",
+    "answer_call",
+    "delete_twilio_account",
+    "end_expired_calls",
+    "get_twilio_account",
+    "media_url",
+    "put_twilio_account",
+    "redeem_stream_token",
+    "voice_url",
+]
+
+log = logging.getLogger(__name__)
+
+VOICE_PATH: Final = "/v1/telephony/twilio/voice"
+MEDIA_PATH: Final = "/v1/telephony/twilio/media"
+STREAM_TOKEN_TTL_SECONDS: Final = 60
+ACCOUNT_SID: Final = re.compile(r"AC[0-9a-fA-F]{32}")
+AUTH_TOKEN: Final = re.compile(r"[0-9a-fA-F]{32}")
+ACCOUNT_SID_RULE: Final = "must be 'AC' followed by 32 hexadecimal digits"
+AUTH_TOKEN_RULE: Final = "must be 32 hexadecimal digits"  # noqa: S105 - a rule, not a secret
+CALL_FIELD: Final = re.compile(r"[\x21-\x7e]{1,64}")
+"""CallSid, From and To: 1-64 visible ASCII characters (E.164, `anonymous`, `client:…`)."""
+MAX_STREAM_TOKEN_LENGTH: Final = 128
+_DUMMY_TOKEN: Final = "0" * 32
+"""Keys the HMAC computed for an unknown account (rule 2)."""
+
+
+# --- the carrier account -----------------------------------------------------------
+
+
+def voice_url(ctx: Context) -> str:
+    """The URL to paste into the carrier's console as the number's voice webhook."""
+    return ctx.public_url + VOICE_PATH
+
+
+def media_url(ctx: Context) -> str:
+    """The media socket's URL: `wss://` for an https public URL, `ws://` for http."""
+    scheme, _, rest = ctx.public_url.partition("://")
+    return ("wss" if scheme == "https" else "ws") + "://" + rest + MEDIA_PATH
+
+
+async def put_twilio_account(
+    ctx: Context, *, org_id: str, account_sid: str, auth_token: str, actor: Actor
+) -> TwilioAccount:
+    """Set (or replace) the organization's Twilio account; 409 if another organization has
+    that `account_sid`."""
+    problems = {}
+    if not ACCOUNT_SID.fullmatch(account_sid):
+        problems["account_sid"] = ACCOUNT_SID_RULE
+    if not AUTH_TOKEN.fullmatch(auth_token):
+        problems["auth_token"] = AUTH_TOKEN_RULE  # never echoes the value
+    if problems:
+        raise ValidationFailed(param_errors=problems)
+    sealed = ctx.secrets.seal(auth_token)
+    async with ctx.db.transaction(telephony_repo.UNIQUE_VIOLATIONS) as session:
+        owner = await telephony_repo.sid_owner(session, account_sid)
+        if owner not in (None, org_id):
+            raise AccountTaken()
+        account = await telephony_repo.put_account(
+            session,
+            org_id=org_id,
+            account_sid=account_sid,
+            sealed_token=sealed,
+            last4=auth_token[-4:],
+            at=utcnow(ctx.clock),
+        )
+        await audit.record(
+            session,
+            ctx,
+            org_id=org_id,
+            actor=actor,
+            action="telephony.update",
+            target=account_sid,
+            details={"carrier": "twilio", "auth_token_last4": account.auth_token_last4},
+        )
+    return account
+
+
+async def get_twilio_account(ctx: Context, *, org_id: str) -> TwilioAccount:
+    """Return the organization's Twilio account; 404 `telephony_not_configured` if none."""
+    async with ctx.db.read() as session:
+        account = await telephony_repo.get_account(session, org_id)
+    if account is None:
+        raise TelephonyNotConfigured()
+    return account
+
+
+async def delete_twilio_account(ctx: Context, *, org_id: str, actor: Actor) -> None:
+    """Forget the organization's Twilio account; 404 `telephony_not_configured` if none."""
+    async with ctx.db.transaction() as session:
+        account = await telephony_repo.get_account(session, org_id)
+        if account is None or not await telephony_repo.delete_account(session, org_id):
+            raise TelephonyNotConfigured()
+        await audit.record(
+            session,
+            ctx,
+            org_id=org_id,
+            actor=actor,
+            action="telephony.delete",
+            target=account.account_sid,
+            details={"carrier": "twilio"},
+        )
+
+
+# --- the voice webhook -------------------------------------------------------------
+
+
+async def answer_call(
+    ctx: Context,
+    *,
+    query: str,
+    params: Sequence[tuple[str, str]],
+    signature: str | None,
+) -> VoiceAnswer:
+    """Answer the carrier's voice webhook: check its signature, then reject the call or
+    make its `pending` conversation and stream token.
+
+    `query` is the request's query string as sent (without `?`); `params` are the decoded
+    form fields in the order sent. Raises InvalidCarrierSignature (rule 2) and
+    ValidationFailed for a signed request that lacks `CallSid` or `To`.
+    """
+    org_id = await _check_signature(ctx, query=query, params=params, signature=signature)
+    fields = _call_fields(params)
+    call = CallInfo(
+        from_phone_number=fields.get("From"),
+        to_phone_number=fields["To"],
+        twilio_call_sid=fields["CallSid"],
+    )
+    token = secrets.token_urlsafe(32)
+    now = utcnow(ctx.clock)
+    async with ctx.db.transaction(conversation_repo.UNIQUE_VIOLATIONS) as session:
+        agent_id = await _enabled_agent_for(session, org_id, fields["To"])
+        if agent_id is None:
+            log.info("call to a number that answers no enabled agent: rejected")
+            return VoiceAnswer()
+        agent = await agent_repo.load(session, agent_id)
+        state = await conversation_repo.create(
+            session,
+            org_id=org_id,
+            conversation_id=new_id("conv"),
+            agent_id=agent.id,
+            project=agent.project,
+            at=now,
+            call_info=call,
+        )
+        await telephony_repo.insert_stream_token(
+            session,
+            token_hash=_token_hash(token),
+            org_id=org_id,
+            conversation_id=state.id,
+            expires_at=now + timedelta(seconds=STREAM_TOKEN_TTL_SECONDS),
+        )
+    return VoiceAnswer(conversation_id=state.id, stream_token=token)
+
+
+async def _check_signature(
+    ctx: Context,
+    *,
+    query: str,
+    params: Sequence[tuple[str, str]],
+    signature: str | None,
+) -> str:
+    """Return the organization of the signed request's account (rule 2)."""
+    account_sid = next((value for name, value in params if name == "AccountSid"), "")
+    found = None
+    if ACCOUNT_SID.fullmatch(account_sid):
+        async with ctx.db.read() as session:
+            found = await telephony_repo.sealed_token_of(session, account_sid)
+    auth_token = ctx.secrets.unseal(found[1]) if found else _DUMMY_TOKEN
+    # The URL the carrier requested: PARLEY_PUBLIC_URL, not the Host a proxy passes on.
+    url = voice_url(ctx) + (f"?{query}" if query else "")
+    # The HMAC is computed for an unknown account too, so its answer takes as long.
+    valid = signature_matches(auth_token, url, params, signature or "")
+    if found is None or signature is None or not valid:
+        raise InvalidCarrierSignature()
+    return found[0]
+
+
+def _call_fields(params: Sequence[tuple[str, str]]) -> dict[str, str]:
+    """The call's fields, checked once the request is known to come from the carrier."""
+    fields: dict[str, str] = {}
+    for name, value in params:
+        fields.setdefault(name, value)
+    problems = {}
+    for name in ("CallSid", "To", "From"):
+        given = fields.get(name)
+        if given is None:
+            if name != "From":
+                problems[name] = "is required"
+        elif not CALL_FIELD.fullmatch(given):
+            problems[name] = "must be 1-64 visible ASCII characters"
+    if problems:
+        raise ValidationFailed(param_errors=problems)
+    return fields
+
+
+async def _enabled_agent_for(session: Session, org_id: str, number: str) -> str | None:
+    """The ID of the enabled agent of `org_id` that `number` belongs to, its row locked."""
+    agent_id = await telephony_repo.agent_of_number(session, number)
+    if agent_id is None:
+        return None
+    try:
+        agent = await agent_repo.find(session, org_id, agent_id, project_id=None, for_update=True)
+    except (AgentNotFound, Forbidden):  # deleted meanwhile, or another organization's
+        return None
+    if agent.disabled_at is not None:
+        return None
+    # Read again under the lock: a release that committed before it freed the number.
+    if await telephony_repo.agent_of_number(session, number) != agent.id:
+        return None
+    return agent.id
+
+
+# --- stream tokens -----------------------------------------------------------------
+
+
+def _token_hash(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+async def redeem_stream_token(
+    ctx: Context, *, conversation_id: str, token: str
+) -> tuple[str, Conversation]:
+    """Use up a call's stream token; return the organization and the `pending` conversation.
+
+    Raises InvalidStreamToken for a wrong, used, expired or foreign token (or a conversation
+    no longer pending), without using up the right one (rule 4).
+    """
+    if not token or len(token) > MAX_STREAM_TOKEN_LENGTH:
+        raise InvalidStreamToken()
+    if not is_valid_conversation_id(conversation_id):
+        raise InvalidStreamToken()
+    async with ctx.db.transaction() as session:
+        org_id = await telephony_repo.use_stream_token(
+            session,
+            token_hash=_token_hash(token),
+            conversation_id=conversation_id,
+            at=utcnow(ctx.clock),
+        )
+        if org_id is None:
+            raise InvalidStreamToken()
+        state = await conversation_repo.find(session, org_id, conversation_id, for_update=True)
+        if state is None or state.status != "pending":
+            raise InvalidStreamToken()
+        return org_id, await conversation_repo.load(session, state)
+
+
+async def end_expired_calls(ctx: Context) -> int:
+    """End the `pending` calls whose stream token expired unused; return how many."""
+    async with ctx.db.transaction() as session:
+        ended = await telephony_repo.end_unanswered_calls(session, at=utcnow(ctx.clock))
+    if ended:
+        log.info("ended %d call(s) whose media stream never started", len(ended))
+    return len(ended)
