@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import typer
+import typer.testing
 from tests.jwt.kit import AUD, ISS, InMemoryIssuers
 from typer.testing import CliRunner
 
@@ -121,3 +122,33 @@ def test_token_mint_public_key_file_refused(tmp_path: Path) -> None:
     )  # fmt: skip
     assert result.exit_code == 1
     assert "unusable private key" in result.stderr
+
+
+def mint_without_kid(key_file: Path) -> typer.testing.Result:
+    return runner.invoke(
+        cli,
+        [
+            "token", "mint", "--key", str(key_file), "--iss", ISS, "--aud", AUD,
+            "--sub", "user_42", "--conversation-id", "conv-1",
+        ],
+    )  # fmt: skip
+
+
+@pytest.mark.anyio
+async def test_token_mint_without_kid_reads_it_from_the_key_folder(tmp_path: Path) -> None:
+    made = generate(tmp_path, "--alg", "ES256")
+    result = mint_without_kid(Path(made["private_key"]))
+    assert result.exit_code == 0, result.output
+    issuers = InMemoryIssuers()
+    issuers.register(ISS, ORG, list(read_jwks(made["jwks"]).keys))
+    verified = await verify(result.stdout.strip(), issuers=issuers, clock=SystemClock())
+    assert verified.kid == made["kid"]
+
+
+def test_token_mint_without_kid_and_without_jwks_says_to_pass_kid(tmp_path: Path) -> None:
+    made = generate(tmp_path)
+    Path(made["jwks"]).unlink()
+    result = mint_without_kid(Path(made["private_key"]))
+    assert result.exit_code == 1
+    assert "pass --kid" in result.stderr
+    assert "Traceback" not in result.output
