@@ -28,6 +28,7 @@ from parley.api.routes import (
     session_tokens,
     telephony,
     tools,
+    webhooks,
 )
 from parley.api.ws_protocol import WS_PROTOCOL
 from parley.clock import Clock, SystemClock
@@ -36,6 +37,7 @@ from parley.config import Settings
 from parley.engine import EngineFactory, build_engine_factory
 from parley.options import engine_options, runtime_options
 from parley.services.housekeeping import housekeeping
+from parley.services.webhook_delivery import WorkerOptions, delivery_worker
 from parley.web import install_dashboard
 
 HTTP_PROTOCOL = HTTPTOOLS_PROTOCOL
@@ -67,6 +69,9 @@ def create_app(
             )
             app.state.context = ctx
             await stack.enter_async_context(housekeeping(ctx))
+            # Events out (API.md 14): this instance's share of the outbox, stopped first.
+            worker = WorkerOptions(retry_schedule=settings.retry_schedule)
+            await stack.enter_async_context(delivery_worker(ctx, worker))
             factory = engine_factory or build_engine_factory(engine_options(settings))
             app.state.engine_factory = factory
             # Models load before the server answers anything, /health included: ready means
@@ -101,6 +106,7 @@ def create_app(
         projects.router,
         agents.router,
         tools.router,
+        webhooks.router,
         auth_jwt.router,
         session_tokens.router,
         conversations.router,

@@ -11,6 +11,8 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///parley.db"
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")
+MAX_RETRIES = 20
+MAX_RETRY_WAIT_SECONDS = 7 * 86_400
 
 
 class Settings(BaseSettings):
@@ -28,6 +30,9 @@ class Settings(BaseSettings):
     # Calls going out to customers (webhook tools, webhooks): src/parley/outbound.
     outbound_allow_http: bool = False
     outbound_allow_private_networks: bool = False
+    webhook_retry_schedule: str = "5,300,1800,7200,18000,36000,36000"
+    """Seconds to wait after each failed webhook attempt (API.md section 14): `1,2,3` means
+    at most four attempts."""
     secret_key: SecretStr | None = None
     """The Fernet key sealing stored secrets (parley/sealing.py); unset: a key file."""
     jwt_max_lifetime_seconds: int = Field(default=3600, ge=60, le=86_400)
@@ -65,6 +70,25 @@ class Settings(BaseSettings):
                 'print(Fernet.generate_key().decode())"`)'
             ) from None
         return value
+
+    @field_validator("webhook_retry_schedule")
+    @classmethod
+    def _retry_schedule(cls, value: str) -> str:
+        parts = [part.strip() for part in value.split(",")]
+        if not 1 <= len(parts) <= MAX_RETRIES or not all(
+            part.isascii() and part.isdigit() and 1 <= int(part) <= MAX_RETRY_WAIT_SECONDS
+            for part in parts
+        ):
+            raise ValueError(
+                f"must be 1 to {MAX_RETRIES} comma-separated waits in seconds, each from 1 to "
+                f"{MAX_RETRY_WAIT_SECONDS}, e.g. 5,300,1800"
+            )
+        return ",".join(str(int(part)) for part in parts)
+
+    @property
+    def retry_schedule(self) -> tuple[int, ...]:
+        """PARLEY_WEBHOOK_RETRY_SCHEDULE as seconds."""
+        return tuple(int(part) for part in self.webhook_retry_schedule.split(","))
 
     @field_validator("llm_base_url")
     @classmethod

@@ -19,6 +19,7 @@
      │    └── AgentNotFound, ProjectNotFound, ApiKeyNotFound, ConversationNotFound
      │        (ConversationNotStarted), SessionTokenNotFound, ToolNotFound,
      │        TelephonyNotConfigured
+     │        WebhookNotFound, DeliveryNotFound
      ├── Conflict .................. the request clashes with stored state
      │    └── NameTaken, AgentDisabled, PhoneNumberTaken, ProjectNotEmpty, ProjectProtected,
      │        ConversationExists, ConversationEnded, IssuerTaken, JtiReplayed, ToolInUse,
@@ -196,6 +197,16 @@ class SessionTokenNotFound(NotFound):
 class ToolNotFound(NotFound):
     code = "tool_not_found"
     message = "Tool not found."
+
+
+class WebhookNotFound(NotFound):
+    code = "webhook_not_found"
+    message = "Webhook not found."
+
+
+class DeliveryNotFound(NotFound):
+    code = "delivery_not_found"
+    message = "Delivery not found."
 
 
 class OrganizationNotFound(NotFound):

@@ -399,3 +399,72 @@ class IssuedTool:
 
     tool: Tool
     signing_secret: str
+
+
+@dataclass(frozen=True, slots=True)
+class Webhook:
+    """An organization's endpoint for events (API.md section 14); never its secret."""
+
+    id: str
+    org_id: str
+    url: str
+    event_types: tuple[str, ...]
+    description: str
+    disabled_at: datetime | None
+    created_at: datetime
+    updated_at: datetime
+
+    @property
+    def is_disabled(self) -> bool:
+        return self.disabled_at is not None
+
+
+@dataclass(frozen=True, slots=True)
+class WebhookPatch:
+    """A partial update of a webhook: UNSET fields stay as they are."""
+
+    url: str | Unset = UNSET
+    event_types: tuple[str, ...] | Unset = UNSET
+    description: str | Unset = UNSET
+    is_disabled: bool | Unset = UNSET
+
+
+@dataclass(frozen=True, slots=True)
+class IssuedWebhook:
+    """A webhook at creation: the only moment its secret leaves the service."""
+
+    webhook: Webhook
+    secret: str
+
+
+@dataclass(frozen=True, slots=True)
+class WebhookDelivery:
+    """One event sent to one webhook, as its owner sees it (API.md section 14)."""
+
+    id: str
+    """The `msg_…` ID: `webhook-id` on every attempt."""
+    webhook_id: str
+    event_type: str
+    status: str
+    """`pending`, `delivered` or `failed`."""
+    attempts: int
+    last_attempt_at: datetime | None
+    last_status_code: int | None
+    next_attempt_at: datetime | None
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class DueDelivery:
+    """A claimed delivery with what its attempt needs; secrets still sealed."""
+
+    id: str
+    webhook_id: str
+    org_id: str
+    url: str
+    body: str
+    attempts: int
+    """Attempts made before this one."""
+    secret_sealed: str
+    previous_secret_sealed: str | None
+    previous_secret_expires_at: datetime | None

@@ -11,6 +11,11 @@ VARIABLES: tuple[tuple[str, str, str], ...] = (
     ("PARLEY_JWKS_ALLOW_PRIVATE_NETWORKS", "false", "allow JWKS hosts on private addresses"),
     ("PARLEY_OUTBOUND_ALLOW_HTTP", "false", "allow http:// webhook and tool URLs"),
     ("PARLEY_OUTBOUND_ALLOW_PRIVATE_NETWORKS", "false", "allow webhook hosts on private addresses"),
+    (
+        "PARLEY_WEBHOOK_RETRY_SCHEDULE",
+        "5,300,1800,7200,18000,36000,36000",
+        "seconds between webhook attempts",
+    ),
     ("PARLEY_SECRET_KEY", "unset", "Fernet key sealing stored secrets; unset: parley.secret"),
     ("PARLEY_JWT_MAX_LIFETIME_SECONDS", "3600", "longest JWT exp - iat accepted (60..86400)"),
     ("PARLEY_JWT_RATE_PER_MINUTE", "60", "JWT requests per (iss, sub, conversation)"),

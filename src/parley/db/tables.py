@@ -380,3 +380,51 @@ class PendingRevocationRow(Base):
     credential_id: Mapped[str] = mapped_column(String(512))
     expires_at: Mapped[float] = mapped_column(Double)
     created_at: Mapped[datetime] = mapped_column()
+
+
+class WebhookRow(Base):
+    """An organization's webhook endpoint (API.md section 14); secrets sealed."""
+
+    __tablename__ = "webhooks"
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    org_id: Mapped[str] = mapped_column(ForeignKey("organizations.id", ondelete="CASCADE"))
+    url: Mapped[str] = mapped_column(String(2048))
+    event_types: Mapped[list[str]] = mapped_column(JSON)
+    description: Mapped[str] = mapped_column(Text)
+    secret_sealed: Mapped[str] = mapped_column(Text)
+    previous_secret_sealed: Mapped[str | None] = mapped_column(Text)
+    """The secret before the last rotation: it signs too until `previous_secret_expires_at`."""
+    previous_secret_expires_at: Mapped[datetime | None] = mapped_column()
+    disabled_at: Mapped[datetime | None] = mapped_column()
+    created_at: Mapped[datetime] = mapped_column()
+    updated_at: Mapped[datetime] = mapped_column()
+
+    __table_args__ = (Index("ix_webhooks_org_id_created_at", "org_id", "created_at"),)
+
+
+class WebhookDeliveryRow(Base):
+    """The outbox: one event for one webhook, written in the transaction of the change."""
+
+    __tablename__ = "webhook_deliveries"
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    webhook_id: Mapped[str] = mapped_column(ForeignKey("webhooks.id", ondelete="CASCADE"))
+    org_id: Mapped[str] = mapped_column(String(40))
+    event_type: Mapped[str] = mapped_column(String(64))
+    body: Mapped[str] = mapped_column(Text)
+    """The JSON body sent on every attempt, exactly."""
+    status: Mapped[str] = mapped_column(String(16))
+    attempts: Mapped[int] = mapped_column(Integer)
+    next_attempt_at: Mapped[datetime | None] = mapped_column()
+    last_attempt_at: Mapped[datetime | None] = mapped_column()
+    last_status_code: Mapped[int | None] = mapped_column(Integer)
+    claimed_by: Mapped[str | None] = mapped_column(String(128))
+    claimed_until: Mapped[datetime | None] = mapped_column()
+    """The claimer's lease: past it, another worker may claim the row again."""
+    created_at: Mapped[datetime] = mapped_column()
+
+    __table_args__ = (
+        Index("ix_webhook_deliveries_status_next_attempt_at", "status", "next_attempt_at"),
+        Index("ix_webhook_deliveries_webhook_id_created_at", "webhook_id", "created_at"),
+    )

@@ -12,6 +12,9 @@ Rules:
 7. `system_prompt` and `welcome_message` use only the `{{name}}` placeholders the agent
    declares in `template_variables` (400 `undeclared_template_variable`); a PATCH is checked
    as the agent it makes.
+8. Each change is announced to the organization's webhooks in its own transaction
+   (services/events.py): agent.created, .updated (release of numbers included), .disabled,
+   .enabled (only when the state changes), .deleted (the agent as it was).
 """
 
 from __future__ import annotations
@@ -35,8 +38,9 @@ from parley.errors import (
 )
 from parley.ids import looks_like_id, new_id
 from parley.records import Actor, Agent, AgentPatch, AgentSpec, Page, TemplateVariable, Unset
-from parley.services import audit, templates
+from parley.services import audit, events, templates
 from parley.services.context import Context
+from parley.services.event_payloads import agent_json
 from parley.services.orgs import MAIN_PROJECT
 from parley.services.paging import page_of
 from parley.services.tools import check_tool_names
@@ -67,6 +71,7 @@ async def create_agent(
             now=now,
         )
         await _record(session, ctx, agent, actor, "agent.create", project=in_project.name)
+        await _announce(session, ctx, agent, "agent.created")
         return agent
 
 
@@ -112,6 +117,7 @@ async def update_agent(
         updated = await agent_repo.load(session, agent.id)
         fields = sorted(name for name in AgentPatch.__slots__ if not _unset(patch, name))
         await _record(session, ctx, updated, actor, "agent.update", fields=fields)
+        await _announce(session, ctx, updated, "agent.updated")
         return updated
 
 
@@ -122,6 +128,7 @@ async def delete_agent(
     async with ctx.db.transaction() as session:
         agent = await find_agent(session, org_id, ref, project)
         await _record(session, ctx, agent, actor, "agent.delete")
+        await _announce(session, ctx, agent, "agent.deleted")  # as it was: before the delete
         await agent_repo.delete_row(session, agent.id)
 
 
@@ -134,6 +141,7 @@ async def disable_agent(
         changed = agent.disabled_at is None
         if changed:
             await agent_repo.set_disabled(session, agent.id, at=utcnow(ctx.clock))
+            await _announce(session, ctx, agent, "agent.disabled")
         await _record(session, ctx, agent, actor, "agent.disable", changed=changed)
 
 
@@ -146,6 +154,7 @@ async def enable_agent(
         changed = agent.disabled_at is not None
         if changed:
             await agent_repo.set_enabled(session, agent.id, at=utcnow(ctx.clock))
+            await _announce(session, ctx, agent, "agent.enabled")
         await _record(session, ctx, agent, actor, "agent.enable", changed=changed)
 
 
@@ -174,6 +183,7 @@ async def release_phone_numbers(
             await agent_repo.apply_patch(
                 session, agent.id, AgentPatch(phone_numbers=tuple(keep)), now=utcnow(ctx.clock)
             )
+            await _announce(session, ctx, agent, "agent.updated")
         released = [number for number in current if number not in keep]
         await _record(session, ctx, agent, actor, "agent.release_numbers", phone_numbers=released)
         return await agent_repo.load(session, agent.id)
@@ -218,6 +228,17 @@ async def _record(
         target=agent.id,
         details={"name": agent.name, **details},
     )
+
+
+async def _announce(
+    session: Session, ctx: Context, agent: Agent | AgentState, event_type: str
+) -> None:
+    """Write the event in the change's transaction; the agent is read as it stands now."""
+
+    async def data() -> dict[str, object]:
+        return {"agent": agent_json(await agent_repo.load(session, agent.id))}
+
+    await events.emit(session, ctx, org_id=agent.org_id, event_type=event_type, data=data)
 
 
 async def _check_merged(session: Session, agent: AgentState, patch: AgentPatch) -> None:

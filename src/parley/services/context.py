@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from parley.clock import Clock
 from parley.db.database import Database
 from parley.services.credential_cache import CredentialCache
+from parley.services.outbox_bell import OutboxBell
 
 DEFAULT_PUBLIC_URL = "http://127.0.0.1:8000"
 """PARLEY_PUBLIC_URL's default (parley/config.py)."""
@@ -74,6 +75,8 @@ class Context(DatabaseContext):
     """Where webhook tools and webhooks may call (PARLEY_OUTBOUND_ALLOW_*)."""
     credential_cache: CredentialCache = field(default_factory=CredentialCache)
     """API keys and session tokens already seen (services/credential_cache.py)."""
+    outbox_bell: OutboxBell = field(default_factory=OutboxBell)
+    """Rung after a commit that wrote webhook deliveries (services/webhook_delivery.py)."""
     public_url: str = DEFAULT_PUBLIC_URL
     """The service's public URL (PARLEY_PUBLIC_URL, no trailing slash): carriers call it and
     sign their webhooks over it, whatever Host header a proxy passes on (API.md 13)."""

@@ -1,5 +1,10 @@
 """Conversations (API.md section 5): IDs unique within an organization, chosen by the
-customer or made by the service; a disabled agent starts none (spec section 3, rule 1)."""
+customer or made by the service; a disabled agent starts none (spec section 3, rule 1).
+
+A conversation going live and a conversation ending are announced to the organization's
+webhooks (conversation.started, conversation.ended) in the transaction of the change
+(services/events.py): `announce_ended` is the one place an ending is announced from.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +15,7 @@ from parley.clock import utcnow
 from parley.db.repos import agents as agent_repo
 from parley.db.repos import conversations as conversation_repo
 from parley.db.repos import projects as project_repo
+from parley.db.session import Session
 from parley.errors import (
     AgentDisabled,
     ConversationEnded,
@@ -21,9 +27,10 @@ from parley.errors import (
 )
 from parley.ids import CONVERSATION_ID_RULE, is_valid_conversation_id, new_id
 from parley.records import Actor, Agent, Conversation, Page, ToolCall
-from parley.services import audit, revocations
+from parley.services import audit, events, revocations
 from parley.services.agents import find_agent
 from parley.services.context import Context
+from parley.services.event_payloads import conversation_event_data
 from parley.services.paging import page_of
 
 ENDED_MARKER_SECONDS = 300
@@ -129,6 +136,8 @@ async def end_conversation(
         if found is None:
             raise ConversationNotFound()
         await conversation_repo.end(session, found, at=utcnow(ctx.clock))
+        if found.status != "ended":
+            await announce_ended(session, ctx, org_id=org_id, conversation_id=conversation_id)
         await audit.record(
             session,
             ctx,
@@ -206,6 +215,12 @@ async def start_live(
             at=now,
         )
         live = await conversation_repo.load(session, state), agent_record
+        started = live[0]
+
+        async def data() -> dict[str, object]:
+            return conversation_event_data(started)
+
+        await events.emit(session, ctx, org_id=org_id, event_type="conversation.started", data=data)
     metrics.conversation_went_live()
     return live
 
@@ -230,8 +245,24 @@ async def finish_live(ctx: Context, *, org_id: str, conversation_id: str) -> Non
     metrics.conversation_ended()
     async with ctx.db.transaction() as session:
         found = await conversation_repo.find(session, org_id, conversation_id, for_update=True)
-        if found is not None:
+        if found is not None and found.status != "ended":
             await conversation_repo.end(session, found, at=utcnow(ctx.clock))
+            await announce_ended(session, ctx, org_id=org_id, conversation_id=conversation_id)
+
+
+async def announce_ended(
+    session: Session, ctx: Context, *, org_id: str, conversation_id: str
+) -> None:
+    """Write conversation.ended for a conversation just ended in this transaction: the
+    conversation as stored, with its items."""
+
+    async def data() -> dict[str, object]:
+        state = await conversation_repo.find(session, org_id, conversation_id)
+        if state is None:  # deleted in this very transaction: nothing to show
+            return {"conversation": None, "call_info": None}
+        return conversation_event_data(await conversation_repo.load(session, state))
+
+    await events.emit(session, ctx, org_id=org_id, event_type="conversation.ended", data=data)
 
 
 async def add_item(

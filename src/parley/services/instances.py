@@ -6,7 +6,8 @@ and then on a timer, ends the live conversations whose owner's heartbeat is olde
 lease (it was killed, lost power or lost the database): status `ended`, items kept. An
 instance restarted under the same name (`PARLEY_INSTANCE_ID`, by default host and port)
 ends its previous life's conversations at once. Ended orphans are announced on the shared
-store, so a socket still open on a cut-off instance closes too.
+store, so a socket still open on a cut-off instance closes too. Each conversation ended
+here is announced (conversation.ended) in the transaction that ends it.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from parley.db.repos import conversations as conversation_repo
 from parley.db.repos import instances as instance_repo
 from parley.errors import Unavailable
 from parley.services.context import Context
-from parley.services.conversations import ENDED_MARKER_SECONDS, ended_marker
+from parley.services.conversations import ENDED_MARKER_SECONDS, announce_ended, ended_marker
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +53,8 @@ async def end_orphans(ctx: Context, *, including_own: bool = False) -> int:
             stale_before=stale_before,
             sparing=None if including_own else ctx.instance.id,
         )
+        for org_id, conversation_id in ended:
+            await announce_ended(session, ctx, org_id=org_id, conversation_id=conversation_id)
         await instance_repo.forget_stale(session, before=stale_before)
     if ended:
         log.warning("ended %d live conversations whose instance is gone", len(ended))
@@ -71,7 +74,9 @@ async def end_orphans(ctx: Context, *, including_own: bool = False) -> int:
 async def stop(ctx: Context) -> None:
     """Retire this instance at a clean shutdown; its conversations were ended already."""
     async with ctx.db.transaction() as session:
-        await conversation_repo.end_live_where(
+        ended = await conversation_repo.end_live_where(
             session, at=utcnow(ctx.clock), owned_by=ctx.instance.id
         )
+        for org_id, conversation_id in ended:
+            await announce_ended(session, ctx, org_id=org_id, conversation_id=conversation_id)
         await instance_repo.retire(session, ctx.instance.id)

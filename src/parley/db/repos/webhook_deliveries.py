@@ -1,0 +1,231 @@
+"""The outbox of webhook deliveries (STYLE convention 23): rows written in the transaction
+of the change they report, claimed by one worker at a time, updated after each attempt.
+
+A claim is a lease: `claimed_by` and `claimed_until`. On PostgreSQL the due rows are
+selected `FOR UPDATE SKIP LOCKED`, so concurrent claimers of several instances take
+disjoint rows; on SQLite the claim runs in the single writer's transaction. A claimer that
+dies leaves its rows leased until `claimed_until`, then any worker claims them again (at
+least once).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import and_, delete, event, or_, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from parley.db.pagination import decode_cursor
+from parley.db.session import Reader
+from parley.db.tables import WebhookDeliveryRow, WebhookRow
+from parley.errors import DeliveryNotFound
+from parley.ids import looks_like_id
+from parley.records import DueDelivery, WebhookDelivery
+
+D = WebhookDeliveryRow
+
+
+def to_record(row: WebhookDeliveryRow) -> WebhookDelivery:
+    return WebhookDelivery(
+        id=row.id,
+        webhook_id=row.webhook_id,
+        event_type=row.event_type,
+        status=row.status,
+        attempts=row.attempts,
+        last_attempt_at=row.last_attempt_at,
+        last_status_code=row.last_status_code,
+        next_attempt_at=row.next_attempt_at,
+        created_at=row.created_at,
+    )
+
+
+def insert(
+    session: AsyncSession,
+    *,
+    msg_id: str,
+    webhook_id: str,
+    org_id: str,
+    event_type: str,
+    body: str,
+    now: datetime,
+) -> None:
+    """Add a pending delivery, due now, to the caller's transaction."""
+    session.add(
+        WebhookDeliveryRow(
+            id=msg_id,
+            webhook_id=webhook_id,
+            org_id=org_id,
+            event_type=event_type,
+            body=body,
+            status="pending",
+            attempts=0,
+            next_attempt_at=now,
+            last_attempt_at=None,
+            last_status_code=None,
+            claimed_by=None,
+            claimed_until=None,
+            created_at=now,
+        )
+    )
+
+
+def after_commit(session: AsyncSession, callback: Callable[[], None]) -> None:
+    """Call `callback` once the caller's transaction commits (never on a rollback)."""
+    event.listen(session.sync_session, "after_commit", lambda _session: callback(), once=True)
+
+
+def _due(now: datetime) -> Any:
+    return and_(
+        D.status == "pending",
+        D.next_attempt_at <= now,
+        or_(D.claimed_until.is_(None), D.claimed_until < now),
+    )
+
+
+async def any_due(reader: Reader, *, now: datetime) -> bool:
+    """Whether some delivery is due and unclaimed (one read, no lock: the worker's poll)."""
+    found = await reader.execute(select(D.id).where(_due(now)).limit(1))
+    return found.first() is not None
+
+
+async def claim_due(
+    session: AsyncSession,
+    *,
+    claimer: str,
+    now: datetime,
+    lease_until: datetime,
+    limit: int,
+    per_webhook: int,
+    in_flight: Mapping[str, int],
+) -> list[DueDelivery]:
+    """Lease up to `limit` due deliveries of enabled webhooks, oldest due first, so that no
+    webhook has more than `per_webhook` counting the claimer's `in_flight` sends."""
+    query = (
+        select(D, WebhookRow)
+        .join(WebhookRow, WebhookRow.id == D.webhook_id)
+        .where(_due(now), WebhookRow.disabled_at.is_(None))
+        .order_by(D.next_attempt_at, D.id)
+        .limit(limit * 4)
+        .with_for_update(of=D, skip_locked=True)
+    )
+    full = sorted(webhook_id for webhook_id, n in in_flight.items() if n >= per_webhook)
+    if full:
+        query = query.where(D.webhook_id.not_in(full))
+    picked: list[DueDelivery] = []
+    per = dict(in_flight)
+    for row, webhook in await session.execute(query.execution_options(populate_existing=True)):
+        if len(picked) == limit:
+            break
+        if per.get(row.webhook_id, 0) >= per_webhook:
+            continue  # left unclaimed: its lock ends with this transaction
+        per[row.webhook_id] = per.get(row.webhook_id, 0) + 1
+        picked.append(
+            DueDelivery(
+                id=row.id,
+                webhook_id=row.webhook_id,
+                org_id=row.org_id,
+                url=webhook.url,
+                body=row.body,
+                attempts=row.attempts,
+                secret_sealed=webhook.secret_sealed,
+                previous_secret_sealed=webhook.previous_secret_sealed,
+                previous_secret_expires_at=webhook.previous_secret_expires_at,
+            )
+        )
+    if picked:
+        await session.execute(
+            update(D)
+            .where(D.id.in_([due.id for due in picked]))
+            .values(claimed_by=claimer, claimed_until=lease_until)
+            .execution_options(synchronize_session=False)
+        )
+    return picked
+
+
+async def record_attempt(
+    session: AsyncSession,
+    msg_id: str,
+    *,
+    claimer: str,
+    at: datetime,
+    status_code: int | None,
+    status: str,
+    next_attempt_at: datetime | None,
+) -> bool:
+    """Record one attempt of a delivery this claimer holds and release the claim; False
+    when the claim was lost (its lease ran out and another worker took the row)."""
+    result = await session.execute(
+        update(D)
+        .where(D.id == msg_id, D.claimed_by == claimer)
+        .values(
+            attempts=D.attempts + 1,
+            last_attempt_at=at,
+            last_status_code=status_code,
+            status=status,
+            next_attempt_at=next_attempt_at,
+            claimed_by=None,
+            claimed_until=None,
+        )
+        .execution_options(synchronize_session=False)
+    )
+    return bool(getattr(result, "rowcount", 0))
+
+
+async def release_claims(session: AsyncSession, claimer: str) -> int:
+    """Release every claim of `claimer` (an instance restarted: its sends died with it)."""
+    result = await session.execute(
+        update(D)
+        .where(D.claimed_by == claimer)
+        .values(claimed_by=None, claimed_until=None)
+        .execution_options(synchronize_session=False)
+    )
+    return int(getattr(result, "rowcount", 0))
+
+
+async def find(session: AsyncSession, webhook_id: str, msg_id: str) -> WebhookDelivery:
+    if not looks_like_id(msg_id, "msg"):
+        raise DeliveryNotFound()
+    row = await session.scalar(select(D).where(D.id == msg_id, D.webhook_id == webhook_id))
+    if row is None:
+        raise DeliveryNotFound()
+    return to_record(row)
+
+
+async def make_due(session: AsyncSession, msg_id: str, *, at: datetime) -> None:
+    """Make a delivery pending and due at `at` (a retry asked for by its owner)."""
+    await session.execute(
+        update(D)
+        .where(D.id == msg_id)
+        .values(status="pending", next_attempt_at=at)
+        .execution_options(synchronize_session=False)
+    )
+
+
+async def list_page(
+    session: AsyncSession, webhook_id: str, *, cursor: str | None, limit: int
+) -> list[WebhookDelivery]:
+    """The webhook's deliveries, newest first, after `cursor`; one extra row for the next
+    page's cursor."""
+    query = select(D).where(D.webhook_id == webhook_id)
+    if cursor is not None:
+        before_created, before_id = decode_cursor(cursor)
+        query = query.where(
+            or_(
+                D.created_at < before_created,
+                and_(D.created_at == before_created, D.id < before_id),
+            )
+        )
+    query = query.order_by(D.created_at.desc(), D.id.desc()).limit(limit + 1)
+    return [to_record(row) for row in await session.scalars(query)]
+
+
+async def prune_delivered(session: AsyncSession, *, before: datetime) -> int:
+    """Delete delivered rows created before `before`; return how many."""
+    result = await session.execute(
+        delete(D)
+        .where(D.status == "delivered", D.created_at < before)
+        .execution_options(synchronize_session=False)
+    )
+    return int(getattr(result, "rowcount", 0))

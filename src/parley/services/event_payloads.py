@@ -1,0 +1,105 @@
+"""The `data` of events (API.md section 14): agents and conversations as the API shows them.
+
+The services may not import the HTTP layer, so the wire shapes of `Agent` (API.md section 4)
+and `Conversation` (section 5) are built here as plain JSON values; a test checks that they
+equal api/schemas.py's `AgentOut` and api/convert.py's `conversation_out`, member for member.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from parley.clock import isoformat
+from parley.records import Agent, CallInfo, Conversation, ToolCall
+
+JsonObject = dict[str, Any]
+
+
+def agent_json(agent: Agent) -> JsonObject:
+    """An agent as `GET /v1/agents/{id}` shows it."""
+    return {
+        "id": agent.id,
+        "name": agent.name,
+        "project": {"id": agent.project.id, "name": agent.project.name},
+        "is_disabled": agent.is_disabled,
+        "disabled_at": isoformat(agent.disabled_at) if agent.disabled_at else None,
+        "phone_numbers": list(agent.phone_numbers),
+        "voice_id": agent.voice_id,
+        "system_prompt": agent.system_prompt,
+        "welcome_message": agent.welcome_message,
+        "language": agent.language,
+        "audio_format": agent.audio_format,
+        "tools": list(agent.tools),
+        "template_variables": {
+            name: {"default_value": variable.default_value}
+            for name, variable in agent.template_variables.items()
+        },
+        "boosted_keywords": list(agent.boosted_keywords),
+        "created_at": isoformat(agent.created_at),
+        "updated_at": isoformat(agent.updated_at),
+    }
+
+
+def conversation_json(conversation: Conversation) -> JsonObject:
+    """A conversation, with its items, as `GET /v1/conversations/{id}` shows it."""
+    agent, project = conversation.agent, conversation.project
+    return {
+        "id": conversation.id,
+        "agent": {"id": agent.id, "name": agent.name} if agent else None,
+        "project": {"id": project.id, "name": project.name} if project else None,
+        "status": conversation.status,
+        "end_user": conversation.end_user,
+        "external_id": conversation.external_id,
+        "started_at": _iso(conversation.started_at),
+        "ended_at": _iso(conversation.ended_at),
+        "ended_by": None,
+        "duration_ms": conversation.duration_ms,
+        "call_info": call_info_json(conversation.call_info),
+        "template_variables": dict(conversation.template_variables),
+        "analysis": {"latencies_ms": [], "interruptions_count": 0},
+        "created_at": isoformat(conversation.created_at),
+        "items": [
+            {
+                "role": item.role,
+                "text": item.text,
+                "created_at": isoformat(item.created_at),
+                "tool_calls": [_tool_call_json(call) for call in item.tool_calls],
+            }
+            for item in conversation.items
+        ],
+    }
+
+
+def call_info_json(info: CallInfo | None) -> JsonObject | None:
+    """A phone call's `call_info` (API.md section 5); None for other conversations."""
+    if info is None:
+        return None
+    return {
+        "from_phone_number": info.from_phone_number,
+        "to_phone_number": info.to_phone_number,
+        "twilio_call_sid": info.twilio_call_sid,
+    }
+
+
+def conversation_event_data(conversation: Conversation) -> JsonObject:
+    """`data` of conversation.started and conversation.ended."""
+    shown = conversation_json(conversation)
+    return {"conversation": shown, "call_info": shown["call_info"]}
+
+
+def _tool_call_json(call: ToolCall) -> JsonObject:
+    return {
+        "id": call.id,
+        "tool": {"id": call.tool_id, "name": call.tool_name},
+        "parameters": call.parameters,
+        "output": call.output,
+        "endpoint_url": call.endpoint_url,
+        "response_status_code": call.response_status_code,
+        "duration_ms": call.duration_ms,
+        "timed_out": call.timed_out,
+        "error_message": call.error_message,
+    }
+
+
+def _iso(moment: Any) -> str | None:
+    return isoformat(moment) if moment is not None else None
