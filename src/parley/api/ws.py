@@ -2,16 +2,14 @@
 
 A refused handshake is answered as HTTP with the REST status and envelope (the ASGI
 `websocket.http.response` extension, through Starlette's `send_denial_response`). Once
-accepted, the socket is three callables handed to `services.live.LiveSession`: receive a
-frame, send a message, close. The messages themselves are defined in
-`parley.services.live.frames`.
+accepted, the socket is three callables handed to `services.live.LiveSession` (receive a
+frame, send a frame, close) with the wire's codec, `live.ParleyCodec`: the session speaks
+events, the codec makes them this socket's JSON frames.
 """
 
 from __future__ import annotations
 
-import json
 import logging
-from typing import Any
 
 from fastapi import APIRouter, WebSocket
 from starlette.websockets import WebSocketDisconnect, WebSocketState
@@ -47,7 +45,9 @@ async def conversation_socket(websocket: WebSocket) -> None:
     await websocket.accept()
     socket = _Socket(websocket)
     factory: EngineFactory = websocket.app.state.engine_factory
-    session = live.LiveSession(ctx, factory, handshake, send=socket.send, close=socket.close)
+    session = live.LiveSession(
+        ctx, factory, handshake, live.ParleyCodec(), send=socket.send, close=socket.close
+    )
     await session.run(socket.receive)
 
 
@@ -69,11 +69,14 @@ class _Socket:
         text: str | None = message.get("text")
         return text if text is not None else message.get("bytes") or b""
 
-    async def send(self, message: dict[str, Any]) -> None:
+    async def send(self, frame: str | bytes) -> None:
         if self._gone or self._websocket.application_state != WebSocketState.CONNECTED:
             return
         try:
-            await self._websocket.send_text(json.dumps(message, separators=(",", ":")))
+            if isinstance(frame, str):
+                await self._websocket.send_text(frame)
+            else:
+                await self._websocket.send_bytes(frame)
         except (WebSocketDisconnect, RuntimeError, OSError):
             self._gone = True
 

@@ -1,18 +1,16 @@
-"""The conversation behind the WebSocket (API.md section 8), free of ASGI types.
+"""The conversation behind a socket (API.md section 8), free of ASGI types and of wires.
 
-handshake.py authenticates the handshake; frames.py defines every message; session.py is
-the conversation's state machine and lifecycle; relay.py turns engine events into messages
-and stored items; watchdog.py closes the socket on expiry, revocation or an end from
-elsewhere.
+handshake.py authenticates the handshake; codec.py is the seam between the session and a
+wire (events in, messages out, the `Codec` Protocol); parley_codec.py and frames.py are
+Parley's own socket; session.py is the conversation's state machine and lifecycle; relay.py
+turns engine events into messages and stored items; tools.py runs tool calls; watchdog.py
+closes the socket on expiry, revocation or an end from elsewhere.
 """
 
-from parley.services.live.frames import (
-    CLIENT_MESSAGE_TYPES,
-    MAX_MESSAGE_BYTES,
-    ClientFrame,
-    parse_frame,
-)
+from parley.services.live.codec import MAX_FRAME_BYTES, Codec
+from parley.services.live.frames import CLIENT_MESSAGE_TYPES
 from parley.services.live.handshake import Handshake, open_handshake
+from parley.services.live.parley_codec import ParleyCodec
 from parley.services.live.session import (
     CONFIG_TIMEOUT_SECONDS,
     AlreadyConfigured,
@@ -22,17 +20,20 @@ from parley.services.live.session import (
 )
 from parley.services.live.watchdog import WATCH_INTERVAL_SECONDS
 
+MAX_MESSAGE_BYTES = MAX_FRAME_BYTES
+"""A frame over 1 MiB closes the socket with 1009 (the server's own frame cap too)."""
+
 __all__ = [
     "CLIENT_MESSAGE_TYPES",
     "CONFIG_TIMEOUT_SECONDS",
     "MAX_MESSAGE_BYTES",
     "WATCH_INTERVAL_SECONDS",
     "AlreadyConfigured",
-    "ClientFrame",
+    "Codec",
     "ConfigRequired",
     "ConfigTimeout",
     "Handshake",
     "LiveSession",
+    "ParleyCodec",
     "open_handshake",
-    "parse_frame",
 ]

@@ -1,8 +1,9 @@
-"""The conversation WebSocket's messages (API.md section 8), defined once.
+"""The Parley conversation socket's frames (API.md section 8), defined once.
 
 Client frames are strict pydantic models: `parse_frame` turns one text frame into one of
 them, or raises a request error (the socket answers an `error` message and stays open).
-Server messages are built by the functions below, from engine events and errors.
+`server_message` builds the JSON object of each server message from the session's Outbound
+messages. Only ParleyCodec (parley_codec.py) uses this module: the session never sees a frame.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -25,11 +27,9 @@ from pydantic import (
 
 from parley import engine
 from parley.errors import InvalidJson, InvalidRequest, ParleyError, ValidationFailed
+from parley.services.live import codec
 from parley.text import Label
 from parley.text import Text as FreeText
-
-MAX_MESSAGE_BYTES = 1024 * 1024
-"""A client frame over 1 MiB closes the socket with 1009."""
 
 Text = Annotated[FreeText, StringConstraints(max_length=20_000)]
 
@@ -205,6 +205,57 @@ def _param_errors(error: ValidationError) -> dict[str, str]:
 
 
 # --- server -> client -------------------------------------------------------------------
+
+
+def server_message(message: codec.Outbound) -> dict[str, Any] | None:
+    """The JSON object of a server message; None for one with no frame (`Closing`)."""
+    match message:
+        case codec.ConversationCreated(conversation_id=conversation_id):
+            return {"type": "conversation_created", "conversation_id": conversation_id}
+        case codec.ReadyToStart():
+            return {"type": "ready_to_start_conversation"}
+        case codec.RequestError(error=error):
+            return error_message(error)
+        case codec.ToolCallRequested(tool_call_id=call_id, tool_name=name, parameters=params):
+            return {
+                "type": "tool_call",
+                "tool_call_id": call_id,
+                "tool_name": name,
+                "parameters": dict(params),
+            }
+        case codec.ToolCallProcessed():
+            return tool_call_processed_message(message)
+        case codec.Closing():
+            return None
+    return event_message(message)
+
+
+def tool_call_processed_message(message: codec.ToolCallProcessed) -> dict[str, Any]:
+    """`tool_call_output_processed` (API.md section 12): `endpoint_*`, `request_body`,
+    `response_body` and `response_status_code` are null for a WebSocket tool; `parameters`
+    and `output` are null for a webhook tool."""
+    call, webhook = message.call, message.webhook
+    return {
+        "type": "tool_call_output_processed",
+        "tool_call_id": call.id,
+        "tool": {"id": call.tool_id, "name": call.tool_name},
+        "parameters": call.parameters if webhook is None else None,
+        "output": call.output if webhook is None else None,
+        "endpoint_method": webhook.method if webhook else None,
+        "endpoint_url": webhook.url if webhook else None,
+        "endpoint_called_at": _utc_text(webhook.called_at) if webhook else None,
+        "request_body": webhook.request_body if webhook else None,
+        "response_body": webhook.response_body if webhook else None,
+        "response_status_code": webhook.response_status_code if webhook else None,
+        "duration_ms": call.duration_ms,
+        "timed_out": call.timed_out,
+        "error_message": call.error_message,
+        "conversation_item_role": "assistant",
+    }
+
+
+def _utc_text(moment: datetime) -> str:
+    return moment.isoformat().replace("+00:00", "Z")
 
 
 def error_message(error: ParleyError) -> dict[str, Any]:

@@ -1,22 +1,18 @@
-"""Relaying engine events to the client, and storing what was said as conversation items."""
+"""Relaying engine events to the wire, and storing what was said as conversation items."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from dataclasses import replace
-from typing import Any
 
 from parley import engine
 from parley.services import conversations
 from parley.services.context import Context
-from parley.services.live.frames import event_message
-from parley.services.live.tools import ConversationTools
-
-Send = Callable[[dict[str, Any]], Awaitable[None]]
+from parley.services.live.tools import ConversationTools, Emit
 
 
 class Relay:
-    """Sends each engine event as its message and stores the user's and assistant's words.
+    """Emits each engine event (the codec makes it a frame) and stores the user's and
+    assistant's words.
 
     The assistant's item is what it said: the sentences of a finished response, or, for an
     interrupted one, what the listener had heard (InterruptedResponse's text).
@@ -28,18 +24,18 @@ class Relay:
         *,
         org_id: str,
         conversation_id: str,
-        send: Send,
+        emit: Emit,
         tools: ConversationTools | None = None,
     ) -> None:
         self._ctx = ctx
         self._tools = tools
         self._org_id = org_id
         self._conversation_id = conversation_id
-        self._send = send
+        self._emit = emit
         self._spoken: list[str] = []
 
     async def relay(self, event: engine.EngineEvent) -> None:
-        """Store what the event says, then send its message."""
+        """Store what the event says, then emit it (a tool call under its public ID)."""
         match event:
             case engine.InputText(text=text):
                 await self.store("user", text)
@@ -53,7 +49,7 @@ class Relay:
                 await self.store("assistant", text)
             case engine.ToolCallInterrupted(call_id=call_id) if self._tools is not None:
                 event = replace(event, call_id=self._tools.public_id(call_id))
-        await self._send(event_message(event))
+        await self._emit(event)
 
     async def store(self, role: str, text: str) -> None:
         """Add an item to the conversation: an assistant item carries the tool calls of its

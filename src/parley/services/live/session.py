@@ -1,22 +1,25 @@
 """One conversation on one socket: configure, then drive the engine until the socket ends.
 
-The socket adapter (`parley.api.ws`) hands LiveSession.run three callables (receive a
-frame, send a message, close) and nothing else of ASGI. `run` starts three tasks: the
-reader (client frames to engine calls), the engine relay (events to messages and stored
-items) and the watchdog (expiry, revocation, ending from elsewhere). The first of them to
-decide that the socket ends (the client left, a close rule fired, the engine said goodbye,
-or a task failed) stops all three; then, always, the engine is closed and the conversation
-marked `ended`, and the socket is closed with the decided code. So no conversation stays
-`live` after its socket is gone.
+The socket adapter (`parley.api.ws`, or a phone carrier's) hands LiveSession the wire's
+codec and three callables (send a frame, close; `run` gets the receiver) and nothing else of
+ASGI. The session speaks only events (codec.py): the codec decodes each frame into Inbound
+events and encodes each Outbound message into frames, so a new wire is a new codec.
+
+`run` starts three tasks: the reader (frames to events to engine calls), the engine relay
+(events to messages and stored items) and the watchdog (expiry, revocation, ending from
+elsewhere). The first of them to decide that the socket ends (the client left or hung up, a
+close rule fired, the engine said goodbye, or a task failed) stops all three; then, always,
+the engine is closed and the conversation marked `ended`, and the socket is closed with the
+decided code. So no conversation stays `live` after its socket is gone.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from parley import engine
 from parley.errors import (
@@ -30,15 +33,11 @@ from parley.errors import (
 from parley.records import Agent, Conversation
 from parley.services import agents, conversations, templates
 from parley.services.context import Context
-from parley.services.live import frames
+from parley.services.live import codec
+from parley.services.live.codec import Codec
 from parley.services.live.handshake import Handshake
 from parley.services.live.relay import Relay
-from parley.services.live.tools import (
-    ConversationTool,
-    ConversationTools,
-    inline_tool,
-    resolve_tools,
-)
+from parley.services.live.tools import ConversationTool, ConversationTools, resolve_tools
 from parley.services.live.watchdog import watch
 
 log = logging.getLogger(__name__)
@@ -47,10 +46,13 @@ T = TypeVar("T")
 CONFIG_TIMEOUT_SECONDS = 10.0
 STOP_TIMEOUT_SECONDS = 2.0
 """How long the session waits for its tasks to stop before it finishes the conversation."""
+PLAYBACK_WAIT_SECONDS = 5.0
+"""How long an ending conversation waits for the wire to acknowledge its last audio."""
 
-Send = Callable[[dict[str, Any]], Awaitable[None]]
-Receive = Callable[[], Awaitable[str | bytes | None]]
-"""Returns the next client frame (text or bytes), or None once the client has gone."""
+Send = Callable[[codec.Frame], Awaitable[None]]
+"""Sends one frame; never raises (a gone socket drops it)."""
+Receive = Callable[[], Awaitable[codec.Frame | None]]
+"""Returns the next frame (text or bytes), or None once the client has gone."""
 Close = Callable[[int, str], Awaitable[None]]
 
 
@@ -77,13 +79,17 @@ class LiveSession:
         ctx: Context,
         factory: engine.EngineFactory,
         handshake: Handshake,
+        wire: Codec,
         *,
         send: Send,
         close: Close,
+        config_timeout: float = CONFIG_TIMEOUT_SECONDS,
     ) -> None:
         self._ctx = ctx
+        self._config_timeout = config_timeout
         self._factory = factory
         self._handshake = handshake
+        self._codec = wire
         self._send = send
         self._close = close
         self._conversation: Conversation | None = None
@@ -95,6 +101,7 @@ class LiveSession:
         self._configured = asyncio.Event()
         self._started = asyncio.Event()
         self._stopped = asyncio.Event()
+        self._marked = asyncio.Event()
         self._closing: tuple[int, str] | None = None
 
     @property
@@ -108,10 +115,14 @@ class LiveSession:
             self._closing = (code, reason)
         self._stopped.set()
 
-    async def run(self, receive: Receive) -> None:
-        """Serve the socket until it must close; always finish the conversation."""
+    async def run(self, receive: Receive, *, opening: Sequence[codec.Inbound] = ()) -> None:
+        """Serve the socket until it must close; always finish the conversation.
+
+        `opening`: events the adapter already decoded before the session began (a phone
+        call's `start`, read to authenticate the stream), handled before any frame.
+        """
         tasks = [
-            asyncio.create_task(self._read(receive), name="live-reader"),
+            asyncio.create_task(self._read(receive, opening), name="live-reader"),
             asyncio.create_task(self._run_engine(), name="live-engine"),
             asyncio.create_task(self._watch(), name="live-watchdog"),
         ]
@@ -130,17 +141,31 @@ class LiveSession:
                 task.cancel()
             await asyncio.shield(self._finish())
             code, reason = self._closing or (1000, "")
+            await self._emit_last(codec.Closing(code, reason))
             await self._close(code, reason)
 
     async def send_error(self, error: ParleyError) -> None:
-        """Send an `error` message; the socket stays open."""
-        await self._send(frames.error_message(error))
+        """Send an error message; the socket stays open."""
+        await self._emit(codec.RequestError(error))
+
+    async def _emit(self, message: codec.Outbound) -> None:
+        for frame in self._codec.encode(message):
+            await self._send(frame)
+
+    async def _emit_last(self, message: codec.Outbound) -> None:
+        """Emit on the way out: a failing codec must not keep the socket from closing."""
+        try:
+            await self._emit(message)
+        except Exception:
+            log.exception("could not encode %s", type(message).__name__)
 
     # --- the three tasks --------------------------------------------------------------------
 
-    async def _read(self, receive: Receive) -> None:
+    async def _read(self, receive: Receive, opening: Sequence[codec.Inbound]) -> None:
+        if not await self._take(opening):
+            return
         loop = asyncio.get_running_loop()
-        configure_by = loop.time() + CONFIG_TIMEOUT_SECONDS
+        configure_by = loop.time() + self._config_timeout
         while True:
             timeout = None if self._engine is not None else configure_by - loop.time()
             try:
@@ -152,21 +177,29 @@ class LiveSession:
             if data is None:
                 self.end(1000, "")
                 return
-            if len(data) > frames.MAX_MESSAGE_BYTES:
+            if len(data) > codec.MAX_FRAME_BYTES:
                 self.end(1009, "message too big")
                 return
-            if isinstance(data, bytes):
-                await self.send_error(
-                    ValidationFailed(param_errors={"message": "send JSON text frames"})
-                )
-                continue
             try:
-                await self._handle(frames.parse_frame(data))
-            except engine.EngineClosed:
-                self.end(1000, "")
-                return
+                events = self._codec.decode(data)
             except ParleyError as error:
                 await self.send_error(error)
+                continue
+            if not await self._take(events):
+                return
+
+    async def _take(self, events: Sequence[codec.Inbound]) -> bool:
+        """Handle events in order (a refused one is answered); False once reading stops."""
+        for event in events:
+            try:
+                await self._handle(event)
+            except engine.EngineClosed:
+                self.end(1000, "")
+            except ParleyError as error:
+                await self.send_error(error)
+            if self._stopped.is_set():
+                return False
+        return True
 
     async def _run_engine(self) -> None:
         """Enter the engine once configured, relay its events until it closes."""
@@ -180,8 +213,24 @@ class LiveSession:
             async for event in running.events():
                 await relay.relay(event)
                 if isinstance(event, engine.AssistantEndedConversation):
+                    await self._await_playback()
                     self.end(1000, "conversation ended")
                     return
+
+    async def _await_playback(self) -> None:
+        """Wait (bounded) until the wire acknowledges the audio sent, so a caller hears the
+        goodbye in full; at once on a wire without acknowledgements."""
+        loop = asyncio.get_running_loop()
+        until = loop.time() + PLAYBACK_WAIT_SECONDS
+        while True:
+            self._marked.clear()  # before the check: a Mark handled after it sets it again
+            if not self._codec.playback_pending:
+                return
+            try:
+                await asyncio.wait_for(self._marked.wait(), until - loop.time())
+            except TimeoutError:
+                log.info("the wire did not acknowledge the last audio in time")
+                return
 
     async def _watch(self) -> None:
         code, reason = await watch(self._ctx, self._handshake, lambda: self.conversation_id)
@@ -207,36 +256,48 @@ class LiveSession:
             except ParleyError:
                 log.exception("could not mark conversation %s ended", self._conversation.id)
 
-    # --- client frames ----------------------------------------------------------------------
+    # --- inbound events ---------------------------------------------------------------------
 
-    async def _handle(self, frame: frames.ClientFrame) -> None:
-        if isinstance(frame, frames.Configure):
-            await self._configure(frame)
-            return
+    async def _handle(self, event: codec.Inbound) -> None:
+        match event:
+            case codec.Configure():
+                await self._configure(event)
+                return
+            case codec.Hangup():
+                self.end(1000, "")
+                return
+            case codec.Mark():
+                self._marked.set()
+                return
         live = self._engine
         if live is None:
             raise ConfigRequired()
-        match frame:
-            case frames.FeedAudio():
-                await live.feed_audio(frame.pcm())
-            case frames.Say(text=text):
+        match event:
+            case codec.AudioIn(audio=audio):
+                await live.feed_audio(audio)
+            case codec.Say(text=text):
                 await live.say(text)
-            case frames.GenerateReply(user_message=user, system_message=system):
+            case codec.GenerateReply(user_message=user, system_message=system):
                 await live.generate_reply(user_message=user, system_message=system)
                 if user is not None and self._relay is not None:
                     await self._relay.store("user", user.strip())  # the user's typed words
-            case frames.UpdateSystemPrompt(system_prompt=prompt):
+            case codec.Dtmf(digits=digits):
+                entry = f"DTMF: {digits}"
+                await live.generate_reply(user_message=entry)
+                if self._relay is not None:
+                    await self._relay.store("user", entry)
+            case codec.UpdateSystemPrompt(system_prompt=prompt):
                 await live.update_system_prompt(prompt)
-            case frames.Mute(type="mute"):
+            case codec.Mute():
                 await live.mute()
-            case frames.Mute():
+            case codec.Unmute():
                 await live.unmute()
-            case frames.ToolCallOutput(tool_call_id=call_id, output=output):
+            case codec.ToolCallOutput(tool_call_id=call_id, output=output):
                 if self._tools is not None:
                     await self._tools.accept_output(call_id, output)
-            case frames.UpdateToolsSubset(tools=items):
+            case codec.UpdateToolsSubset(tools=items):
                 await self._update_tools(live, items)
-            case frames.SetExternalId(external_id=external_id):
+            case codec.SetExternalId(external_id=external_id):
                 await conversations.set_external_id(
                     self._ctx,
                     org_id=self._handshake.principal.org_id,
@@ -244,31 +305,30 @@ class LiveSession:
                     external_id=external_id,
                 )
 
-    async def _configure(self, frame: frames.Configure) -> None:
+    async def _configure(self, event: codec.Configure) -> None:
         if self._created is not None:
             raise AlreadyConfigured()
         principal = self._handshake.principal
         token = principal.token
-        for requested in (frame.input_format, frame.output_format):
+        for requested in (event.input_format, event.output_format):
             if requested is not None:
                 engine.AudioFormat.parse(requested)  # refuse before the conversation goes live
         # Everything the config could get wrong is checked before the conversation goes live,
         # so a refused config leaves nothing behind and may be sent again.
-        agent = await agents.get_agent(
-            self._ctx, org_id=principal.org_id, ref=frame.agent, project=frame.project
-        )
-        setup = await _Setup.check(self._ctx, frame, agent)
+        ref, project = await self._agent_of(event)
+        agent = await agents.get_agent(self._ctx, org_id=principal.org_id, ref=ref, project=project)
+        setup = await _Setup.check(self._ctx, event, agent)
         try:
             conversation, agent = await conversations.start_live(
                 self._ctx,
                 org_id=principal.org_id,
                 conversation_id=self._handshake.conversation_id,
                 create_if_missing=self._handshake.create_if_missing,
-                agent=frame.agent,
-                project=frame.project,
+                agent=ref,
+                project=project,
                 end_user=token.sub if token is not None else None,
             )
-            setup = await _Setup.check(self._ctx, frame, agent)  # as the agent is now
+            setup = await _Setup.check(self._ctx, event, agent)  # as the agent is now
         except (AgentDisabled, ConversationEnded, ConversationExists) as error:
             await self.send_error(error)
             self.end(1008, error.code)
@@ -283,43 +343,59 @@ class LiveSession:
                 values=setup.template_values,
             )
         tools = self._tools = ConversationTools(
-            self._ctx, org_id=principal.org_id, conversation_id=conversation.id, send=self._send
+            self._ctx,
+            org_id=principal.org_id,
+            conversation_id=conversation.id,
+            emit=self._emit,
+            has_client=self._codec.client_tools,
         )
         tools.use(setup.tools, ends_conversation=setup.ends_conversation)
         self._relay = Relay(
             self._ctx,
             org_id=principal.org_id,
             conversation_id=conversation.id,
-            send=self._send,
+            emit=self._emit,
             tools=tools,
         )
         config = engine.SessionConfig(
             agent_name=agent.name,
             system_prompt=setup.system_prompt,
             welcome_message=setup.welcome_message,
-            voice_id=frame.voice_id or agent.voice_id,
-            input_format=engine.AudioFormat.parse(frame.input_format or agent.audio_format),
-            output_format=engine.AudioFormat.parse(frame.output_format or agent.audio_format),
+            voice_id=event.voice_id or agent.voice_id,
+            input_format=engine.AudioFormat.parse(event.input_format or agent.audio_format),
+            output_format=engine.AudioFormat.parse(event.output_format or agent.audio_format),
             language=agent.language,
             tools=tools.definitions(),
         )
         self._created = self._factory.create(config, tool_runner=tools)
-        await self._send({"type": "conversation_created", "conversation_id": conversation.id})
+        await self._emit(codec.ConversationCreated(conversation.id))
         self._configured.set()
         await self._started.wait()  # the engine task enters the engine
-        await self._send({"type": "ready_to_start_conversation"})
+        await self._emit(codec.ReadyToStart())
+
+    async def _agent_of(self, event: codec.Configure) -> tuple[str, str | None]:
+        """The agent a config names, or (`agent` None) that of the pending conversation the
+        handshake names: a phone call is configured from its stored conversation."""
+        if event.agent is not None:
+            return event.agent, event.project
+        conversation_id = self._handshake.conversation_id
+        if conversation_id is None:
+            raise ValidationFailed(param_errors={"agent": "is required"})
+        found = await conversations.get_conversation(
+            self._ctx, org_id=self._handshake.principal.org_id, conversation_id=conversation_id
+        )
+        if found.agent is None:
+            raise ValidationFailed(param_errors={"agent": "the conversation has no agent"})
+        return found.agent.id, None
 
     async def _update_tools(
-        self, live: engine.ConversationEngine, items: list[str | frames.InlineToolFrame]
+        self, live: engine.ConversationEngine, items: Sequence[codec.ToolItem]
     ) -> None:
         tools, agent = self._tools, self._agent_project
         if tools is None or agent is None:
             raise ConfigRequired()
         found, ends = await resolve_tools(
-            self._ctx,
-            org_id=self._handshake.principal.org_id,
-            project_id=agent,
-            items=[item if isinstance(item, str) else inline_tool(item) for item in items],
+            self._ctx, org_id=self._handshake.principal.org_id, project_id=agent, items=items
         )
         tools.use(found, ends_conversation=ends)
         await live.update_tools(tools.definitions())
@@ -336,7 +412,7 @@ class _Setup:
     ends_conversation: bool
 
     @classmethod
-    async def check(cls, ctx: Context, frame: frames.Configure, agent: Agent) -> _Setup:
+    async def check(cls, ctx: Context, frame: codec.Configure, agent: Agent) -> _Setup:
         """Resolve the config against the agent; raise the request error it deserves."""
         values = dict(frame.template_variables or {})
         defaults = {name: spec.default_value for name, spec in agent.template_variables.items()}
@@ -347,12 +423,9 @@ class _Setup:
         rendered_welcome = (
             templates.render(welcome, values=values, defaults=defaults) if welcome else welcome
         )
-        items = frame.tools if frame.tools is not None else list(agent.tools)
+        items = frame.tools if frame.tools is not None else tuple(agent.tools)
         found, ends = await resolve_tools(
-            ctx,
-            org_id=agent.org_id,
-            project_id=agent.project.id,
-            items=[item if isinstance(item, str) else inline_tool(item) for item in items],
+            ctx, org_id=agent.org_id, project_id=agent.project.id, items=items
         )
         return cls(
             system_prompt=rendered_prompt,

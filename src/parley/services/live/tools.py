@@ -6,13 +6,15 @@ and the built-in `natural_conversation_ending` (which the engine handles itself)
 engine sees only their definitions; `ConversationTools.run` carries out a call:
 
 - a webhook tool: one signed request (services/webhook_tools.py), never retried;
-- a WebSocket tool: a `tool_call` message to the client, whose `tool_call_output` must come
-  within the tool's `tool_call_output_timeout_ms` (default 5000), else the output is
-  `{"error": "timed out"}`; a later answer gets a `tool_call_late` warning, an answer for an
-  unknown or already answered call an `unknown_tool_call` error. With no client socket (a
-  phone call) the output is `{"error": "no client connected"}`.
+- a WebSocket tool: a ToolCallRequested (`tool_call`) to the client, whose ToolCallOutput
+  (`tool_call_output`) must come within the tool's `tool_call_output_timeout_ms` (default
+  5000), else the output is `{"error": "timed out"}`; a later answer gets a `tool_call_late`
+  warning, an answer for an unknown or already answered call an `unknown_tool_call` error.
+  With no client (a phone call: the codec's `client_tools` is False) the output is
+  `{"error": "no client connected"}`.
 
-After each call the client gets `tool_call_output_processed`, and the call joins the
+Messages leave as events through the session's codec (`emit`), never as frames. After each
+call the client gets ToolCallProcessed (`tool_call_output_processed`), and the call joins the
 ToolCalls stored on the assistant item of its turn (`take_calls`); an output that arrives
 after that item was stored (an async tool, or a sync tool whose reply was interrupted)
 updates the stored call (`conversations.update_tool_call_output`).
@@ -33,12 +35,14 @@ from parley.records import Tool, ToolCall
 from parley.services import conversations, tool_parameters
 from parley.services import tools as tool_service
 from parley.services.context import Context
-from parley.services.live import frames
+from parley.services.live import codec
+from parley.services.live.codec import InlineTool
 from parley.services.webhook_tools import call_webhook_tool
 
 log = logging.getLogger(__name__)
 
-Send = Callable[[dict[str, Any]], Awaitable[None]]
+Emit = Callable[[codec.Outbound], Awaitable[None]]
+"""Sends one message to the wire (through the session's codec)."""
 
 DEFAULT_OUTPUT_TIMEOUT_MS = 5000
 NO_CLIENT: Mapping[str, str] = {"error": "no client connected"}
@@ -50,18 +54,6 @@ PENDING_OUTPUT: Mapping[str, str] = {"status": "started"}
 class UnknownToolCall(InvalidRequest):
     code = "unknown_tool_call"
     message = "No tool call with this ID is waiting for an output."
-
-
-@dataclass(frozen=True, slots=True)
-class InlineTool:
-    """A WebSocket tool defined in the socket's `config` or `update_tools_subset`."""
-
-    name: str
-    description: str
-    parameters: Mapping[str, Any]
-    execution_mode: str = "sync"
-    tool_call_output_timeout_ms: int | None = None
-    require_speech_before_tool_call: bool = False
 
 
 ConversationTool = Tool | InlineTool
@@ -86,13 +78,13 @@ class ConversationTools:
         *,
         org_id: str,
         conversation_id: str,
-        send: Send,
+        emit: Emit,
         has_client: bool = True,
     ) -> None:
         self._ctx = ctx
         self._org_id = org_id
         self._conversation_id = conversation_id
-        self._send = send
+        self._emit = emit
         self._has_client = has_client
         self._tools: dict[str, ConversationTool] = {}
         self._ends_conversation = False
@@ -140,7 +132,7 @@ class ConversationTools:
         try:
             if tool is None:
                 output: Any = {"error": f"unknown tool {call.name!r}"}
-                await self._finish(state, replace(state.record, output=output), processed=None)
+                await self._finish(state, replace(state.record, output=output))
             elif isinstance(tool, Tool) and tool.type == "custom_webhook":
                 output = await self._call_webhook(state, tool, call)
             else:
@@ -150,7 +142,7 @@ class ConversationTools:
         except Exception:  # a bug must not end the conversation: the model gets an error
             log.exception("tool %s failed", call.name)
             output = {"error": "the tool failed"}
-            await self._finish(state, replace(state.record, output=output), processed=None)
+            await self._finish(state, replace(state.record, output=output))
         return output
 
     def public_id(self, engine_call_id: str) -> str:
@@ -166,14 +158,11 @@ class ConversationTools:
             return
         if tool_call_id in self._late:
             self._late.discard(tool_call_id)
-            await self._send(
-                {
-                    "type": "warning",
-                    "warning": {
-                        "message": "The tool call had timed out; its output was not used.",
-                        "code": "tool_call_late",
-                    },
-                }
+            await self._emit(
+                engine.EngineWarning(
+                    code="tool_call_late",
+                    message="The tool call had timed out; its output was not used.",
+                )
             )
             return
         raise UnknownToolCall()
@@ -207,17 +196,15 @@ class ConversationTools:
             timed_out=outcome.timed_out,
             error_message=outcome.error_message,
         )
-        processed = {
-            "endpoint_method": outcome.endpoint_method,
-            "endpoint_url": outcome.endpoint_url,
-            "endpoint_called_at": outcome.endpoint_called_at.isoformat().replace("+00:00", "Z"),
-            "request_body": outcome.request_body,
-            "response_body": outcome.response_body,
-            "response_status_code": outcome.response_status_code,
-            "parameters": None,
-            "output": None,
-        }
-        await self._finish(state, record, processed=processed)
+        exchange = codec.WebhookExchange(
+            method=outcome.endpoint_method,
+            url=outcome.endpoint_url,
+            called_at=outcome.endpoint_called_at,
+            request_body=outcome.request_body,
+            response_body=outcome.response_body,
+            response_status_code=outcome.response_status_code,
+        )
+        await self._finish(state, record, webhook=exchange)
         return outcome.output
 
     async def _call_client(
@@ -230,13 +217,8 @@ class ConversationTools:
         else:
             future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
             self._waiting[state.public_id] = future
-            await self._send(
-                {
-                    "type": "tool_call",
-                    "tool_call_id": state.public_id,
-                    "tool_name": call.name,
-                    "parameters": dict(call.arguments),
-                }
+            await self._emit(
+                codec.ToolCallRequested(state.public_id, call.name, dict(call.arguments))
             )
             timeout_ms = tool.tool_call_output_timeout_ms or DEFAULT_OUTPUT_TIMEOUT_MS
             try:
@@ -253,33 +235,15 @@ class ConversationTools:
             timed_out=timed_out,
             error_message="timed out" if timed_out else None,
         )
-        await self._finish(state, record, processed={})
+        await self._finish(state, record)
         return output
 
     async def _finish(
-        self, state: _Call, record: ToolCall, *, processed: dict[str, Any] | None
+        self, state: _Call, record: ToolCall, *, webhook: codec.WebhookExchange | None = None
     ) -> None:
         """Record the call's outcome, tell the client, update a call already stored."""
         state.record, state.done = record, True
-        message = {
-            "type": "tool_call_output_processed",
-            "tool_call_id": record.id,
-            "tool": {"id": record.tool_id, "name": record.tool_name},
-            "parameters": record.parameters,
-            "output": record.output,
-            "endpoint_method": None,
-            "endpoint_url": None,
-            "endpoint_called_at": None,
-            "request_body": None,
-            "response_body": None,
-            "response_status_code": None,
-            "duration_ms": record.duration_ms,
-            "timed_out": record.timed_out,
-            "error_message": record.error_message,
-            "conversation_item_role": "assistant",
-        }
-        message.update(processed or {})
-        await self._send(message)
+        await self._emit(codec.ToolCallProcessed(record, webhook))
         if state.stored:
             try:
                 await conversations.update_tool_call_output(
@@ -302,18 +266,11 @@ ENDING_DEFINITION = engine.ToolDefinition(
 )
 
 
-def inline_tool(frame: frames.InlineToolFrame) -> InlineTool:
-    """The inline WebSocket tool a client frame defines."""
-    function = frame.tool_schema.function
-    tool_parameters.check_parameters(function.parameters, webhook=False)
-    return InlineTool(
-        name=function.name,
-        description=function.description,
-        parameters=tool_parameters.model_schema(function.parameters),
-        execution_mode=frame.execution_mode or "sync",
-        tool_call_output_timeout_ms=frame.tool_call_output_timeout_ms,
-        require_speech_before_tool_call=bool(frame.require_speech_before_tool_call),
-    )
+def checked_inline_tool(tool: InlineTool) -> InlineTool:
+    """The inline tool with the JSON Schema its model sees; ValidationFailed for parameters
+    in neither accepted form (tool_parameters.py)."""
+    tool_parameters.check_parameters(tool.parameters, webhook=False)
+    return replace(tool, parameters=tool_parameters.model_schema(tool.parameters))
 
 
 def _definition(tool: ConversationTool) -> engine.ToolDefinition:
@@ -335,11 +292,12 @@ def _tool_id(tool: ConversationTool) -> str:
 
 
 async def resolve_tools(
-    ctx: Context, *, org_id: str, project_id: str, items: Sequence[str | InlineTool]
+    ctx: Context, *, org_id: str, project_id: str, items: Sequence[codec.ToolItem]
 ) -> tuple[list[ConversationTool], bool]:
     """Resolve a tool list (names and inline tools): the tools, and whether the built-in
     ending tool is among them. Raises UnknownTool (400 `unknown_tool`) for an unknown name,
-    ValidationFailed for two tools of one name."""
+    ValidationFailed for two tools of one name or an inline tool's bad parameters."""
+    inline = [checked_inline_tool(item) for item in items if isinstance(item, InlineTool)]
     names = [item for item in items if isinstance(item, str)]
     custom = [name for name in names if name != engine.END_CONVERSATION_TOOL]
     found: list[ConversationTool] = list(
@@ -349,7 +307,7 @@ async def resolve_tools(
         if custom
         else []
     )
-    found += [item for item in items if isinstance(item, InlineTool)]
+    found += inline
     seen: set[str] = set()
     for tool in found:
         if tool.name in seen or tool.name == engine.END_CONVERSATION_TOOL:

@@ -1,0 +1,262 @@
+"""The seam between a conversation session and its wire (STYLE.md convention 21).
+
+The session speaks events and never sees a frame. A codec turns one wire's frames into
+`Inbound` events (`decode`) and the session's `Outbound` messages into frames (`encode`),
+and owns that wire's quirks. `ParleyCodec` (parley_codec.py) is Parley's own socket; a phone
+carrier's codec (Twilio Media Streams) fits the same Protocol:
+
+- `AudioIn` holds bytes in the session's input format: the codec undoes base64 and the like;
+- a call is configured by `Configure(agent=None)`: the agent of the pending conversation its
+  handshake names, in the formats the codec's wire carries;
+- `Dtmf` is one entry the caller keyed (a user turn), `Mark` an acknowledgement that sent
+  audio was played, `Hangup` the far end hanging up;
+- `encode` may answer one message with several frames (audio and its mark, a `clear` on
+  barge-in) or none (a message the wire has no frame for, e.g. `Closing` on a wire that just
+  closes);
+- `playback_pending` is True while audio the wire sent is not yet acknowledged as played:
+  an ending conversation closes only once it is False (bounded), so the caller hears the
+  goodbye; `client_tools` is False on a wire with no client to run WebSocket tools (their
+  output is then `{"error": "no client connected"}`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Protocol, TypeAlias
+
+from parley import engine
+from parley.errors import ParleyError
+from parley.records import ToolCall
+
+Frame: TypeAlias = str | bytes
+"""One WebSocket message: a text frame or a binary frame."""
+
+MAX_FRAME_BYTES = 1024 * 1024
+"""A frame over 1 MiB closes the socket with 1009, whatever the wire."""
+
+
+# --- inbound: the wire -> the session --------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class InlineTool:
+    """A WebSocket tool the client defines (API.md section 12), run by the client.
+
+    `parameters` are as the client sent them: the session checks them (tools.py).
+    """
+
+    name: str
+    description: str
+    parameters: Any
+    execution_mode: str = "sync"
+    tool_call_output_timeout_ms: int | None = None
+    require_speech_before_tool_call: bool = False
+
+
+ToolItem: TypeAlias = str | InlineTool
+"""A tool of the agent's project by name (or the built-in ending's name), or an inline tool."""
+
+
+@dataclass(frozen=True, slots=True)
+class Configure:
+    """Start the conversation; every None field takes the agent's value.
+
+    `agent` None: the agent of the pending conversation the handshake names (a phone call).
+    """
+
+    agent: str | None
+    project: str | None = None
+    input_format: str | None = None
+    output_format: str | None = None
+    system_prompt: str | None = None
+    welcome_message: str | None = None
+    voice_id: str | None = None
+    tools: tuple[ToolItem, ...] | None = None
+    template_variables: Mapping[str, str] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AudioIn:
+    """User audio, in the session's input format."""
+
+    audio: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Say:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class GenerateReply:
+    """Reply now; `user_message` is the user's words (stored as a user item)."""
+
+    user_message: str | None = None
+    system_message: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SetExternalId:
+    external_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class UpdateSystemPrompt:
+    system_prompt: str
+
+
+@dataclass(frozen=True, slots=True)
+class Mute:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class Unmute:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallOutput:
+    """The client's output for a WebSocket tool call it was sent."""
+
+    tool_call_id: str
+    output: Any
+
+
+@dataclass(frozen=True, slots=True)
+class UpdateToolsSubset:
+    tools: tuple[ToolItem, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Dtmf:
+    """Keys the caller pressed, as one entry: a user turn `DTMF: <digits>`."""
+
+    digits: str
+
+
+@dataclass(frozen=True, slots=True)
+class Mark:
+    """The wire acknowledges that the audio sent up to the mark `name` was played."""
+
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class Hangup:
+    """The far end hung up: the conversation ends as when a client leaves."""
+
+
+Inbound: TypeAlias = (
+    Configure
+    | AudioIn
+    | Say
+    | GenerateReply
+    | SetExternalId
+    | UpdateSystemPrompt
+    | Mute
+    | Unmute
+    | ToolCallOutput
+    | UpdateToolsSubset
+    | Dtmf
+    | Mark
+    | Hangup
+)
+
+
+# --- outbound: the session -> the wire -------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationCreated:
+    conversation_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReadyToStart:
+    """The engine runs: audio is heard from now on."""
+
+
+@dataclass(frozen=True, slots=True)
+class RequestError:
+    """An inbound frame or event was refused; the conversation goes on unless closed."""
+
+    error: ParleyError
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallRequested:
+    """Run a WebSocket tool: the client answers with a ToolCallOutput."""
+
+    tool_call_id: str
+    tool_name: str
+    parameters: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class WebhookExchange:
+    """The request a webhook tool call made and what came back."""
+
+    method: str
+    url: str
+    called_at: datetime
+    request_body: Any
+    response_body: Any
+    response_status_code: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallProcessed:
+    """A tool call is done: `call` as stored, and the webhook exchange for a webhook tool."""
+
+    call: ToolCall
+    webhook: WebhookExchange | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Closing:
+    """The session closes the socket with this code next (the last message it encodes)."""
+
+    code: int
+    reason: str
+
+
+Outbound: TypeAlias = (
+    ConversationCreated
+    | ReadyToStart
+    | RequestError
+    | ToolCallRequested
+    | ToolCallProcessed
+    | Closing
+    | engine.EngineEvent
+)
+"""Engine events (docs/engine.md) go out as they are; warnings are `engine.EngineWarning`."""
+
+
+class Codec(Protocol):
+    """One wire protocol's frames <-> the session's events (see the module doc).
+
+    One codec serves one socket and may keep state (a stream ID, marks in flight).
+    """
+
+    @property
+    def client_tools(self) -> bool:
+        """True when a client on the wire can run WebSocket tools."""
+        ...
+
+    @property
+    def playback_pending(self) -> bool:
+        """True while sent audio is not yet acknowledged as played (always False on a wire
+        without acknowledgements)."""
+        ...
+
+    def decode(self, data: Frame) -> Sequence[Inbound]:
+        """Return the events one frame carries (maybe none); raise a ParleyError (an
+        InvalidRequest) for a malformed frame: the session answers it and reads on."""
+        ...
+
+    def encode(self, message: Outbound) -> Sequence[Frame]:
+        """Return the frames that carry one message, in order (maybe none)."""
+        ...

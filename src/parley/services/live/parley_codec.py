@@ -1,0 +1,88 @@
+"""Parley's own socket as a codec: JSON text frames (API.md section 8; frames.py).
+
+The frames are byte for byte what the socket has always carried: compact JSON
+(`separators=(",", ":")`, ASCII-escaped), one object per text frame. A binary frame is
+refused with `validation_error` and the socket stays open.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from parley.errors import ValidationFailed
+from parley.services.live import codec, frames
+
+
+class ParleyCodec:
+    """The Parley conversation socket's frames <-> the session's events."""
+
+    client_tools = True
+    """The client runs WebSocket tools (`tool_call` -> `tool_call_output`)."""
+    playback_pending = False
+    """The client plays what it gets; the engine paces the audio, nothing is acknowledged."""
+
+    def decode(self, data: codec.Frame) -> Sequence[codec.Inbound]:
+        """Return the one event a text frame carries; raise a request error otherwise."""
+        if isinstance(data, bytes):
+            raise ValidationFailed(param_errors={"message": "send JSON text frames"})
+        return (_inbound(frames.parse_frame(data)),)
+
+    def encode(self, message: codec.Outbound) -> Sequence[codec.Frame]:
+        """Return the JSON text frame of a message (none for `Closing`)."""
+        found = frames.server_message(message)
+        return () if found is None else (json.dumps(found, separators=(",", ":")),)
+
+
+def _inbound(frame: frames.ClientFrame) -> codec.Inbound:
+    match frame:
+        case frames.Configure():
+            return _configure(frame)
+        case frames.FeedAudio():
+            return codec.AudioIn(frame.pcm())
+        case frames.Say(text=text):
+            return codec.Say(text)
+        case frames.GenerateReply(user_message=user, system_message=system):
+            return codec.GenerateReply(user_message=user, system_message=system)
+        case frames.SetExternalId(external_id=external_id):
+            return codec.SetExternalId(external_id)
+        case frames.UpdateSystemPrompt(system_prompt=prompt):
+            return codec.UpdateSystemPrompt(prompt)
+        case frames.Mute(type="mute"):
+            return codec.Mute()
+        case frames.Mute():
+            return codec.Unmute()
+        case frames.ToolCallOutput(tool_call_id=call_id, output=output):
+            return codec.ToolCallOutput(call_id, output)
+        case frames.UpdateToolsSubset(tools=items):
+            return codec.UpdateToolsSubset(tuple(_tool_item(item) for item in items))
+
+
+def _configure(frame: frames.Configure) -> codec.Configure:
+    return codec.Configure(
+        agent=frame.agent,
+        project=frame.project,
+        input_format=frame.input_format,
+        output_format=frame.output_format,
+        system_prompt=frame.system_prompt,
+        welcome_message=frame.welcome_message,
+        voice_id=frame.voice_id,
+        tools=None if frame.tools is None else tuple(_tool_item(item) for item in frame.tools),
+        template_variables=(
+            None if frame.template_variables is None else dict(frame.template_variables)
+        ),
+    )
+
+
+def _tool_item(item: str | frames.InlineToolFrame) -> codec.ToolItem:
+    if isinstance(item, str):
+        return item
+    function = item.tool_schema.function
+    return codec.InlineTool(
+        name=function.name,
+        description=function.description,
+        parameters=function.parameters,
+        execution_mode=item.execution_mode or "sync",
+        tool_call_output_timeout_ms=item.tool_call_output_timeout_ms,
+        require_speech_before_tool_call=bool(item.require_speech_before_tool_call),
+    )
