@@ -21,6 +21,7 @@ from sqlalchemy.engine import make_url
 from tests import databases
 
 from parley.cli.environment import VARIABLES
+from parley.cli.variables import setting_variables
 from parley.config import Settings
 
 PASSWORD = "s3cret-pw"
@@ -341,3 +342,72 @@ def test_serve_env_file_that_cannot_be_parsed_refused_exit_2(tmp_path: Path) -> 
     result = parley("serve", cwd=tmp_path)
     assert_clear_refusal(result, 2, "./.env cannot be parsed at line 2")
     assert not (tmp_path / "parley.db").exists()
+
+
+def test_serve_unwritable_default_database_names_the_documented_default(tmp_path: Path) -> None:
+    """PARLEY_DATABASE_URL unset, in a directory where no file can be made (/proc, even as
+    root): the message names the documented default and says it is the default."""
+    result = parley("migrate", cwd=Path("/proc"))
+    assert_clear_refusal(
+        result, 3, "PARLEY_DATABASE_URL is unset, so the default sqlite:///parley.db is used"
+    )
+    assert "sqlite+aiosqlite" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("variable", "closest"),
+    [
+        ("PARLEY_DATABSE_URL", "PARLEY_DATABASE_URL"),
+        ("PARLEY_DB_URL", "PARLEY_DATABASE_URL"),
+        ("PARLEY_REDIS", "PARLEY_REDIS_URL"),
+    ],
+)
+def test_serve_unknown_variable_in_environment_names_closest_setting_exit_2(
+    tmp_path: Path, variable: str, closest: str
+) -> None:
+    result = parley("serve", "--port", str(free_port()), cwd=tmp_path, **{variable: "x"})  # type: ignore[arg-type]
+    assert_clear_refusal(result, 2, variable, "the environment", f"did you mean {closest}?")
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "parley.db").exists()
+
+
+def test_serve_unknown_variable_in_env_file_refused_exit_2(tmp_path: Path) -> None:
+    (tmp_path / ".env").write_text("PARLEY_STT=none\nPARLEY_LLM_URL=http://h\n", encoding="utf-8")
+    result = parley("migrate", cwd=tmp_path)
+    assert_clear_refusal(
+        result, 2, "PARLEY_LLM_URL (in ./.env)", "did you mean PARLEY_LLM_BASE_URL?"
+    )
+
+
+def test_cli_test_suite_variables_are_not_settings_yet_accepted(tmp_path: Path) -> None:
+    result = parley(
+        "migrate", cwd=tmp_path, PARLEY_TEST_ANYTHING="1", PARLEY_DATABASE_URL="sqlite:///p.db"
+    )
+    assert result.returncode == 0, result.stderr
+
+
+def test_setting_variables_follow_the_settings_class() -> None:
+    """The known names come from the class: a setting added later is known at once."""
+
+    class Wider(Settings):
+        brand_new_option: int = 1
+
+    assert "PARLEY_BRAND_NEW_OPTION" in setting_variables(Wider)
+    assert setting_variables(Settings) == {
+        f"PARLEY_{name.upper()}" for name in Settings.model_fields
+    }
+
+
+def test_serve_port_in_use_refused_before_anything_else_exit_2(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        started = time.monotonic()
+        result = parley("serve", "--port", str(port), cwd=tmp_path)
+        elapsed = time.monotonic() - started
+    assert_clear_refusal(result, 2, f"--port {port}", "already in use")
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert "parley_sk_" not in result.stdout
+    assert not (tmp_path / "parley.db").exists()  # no database made, no model loaded
+    assert elapsed < 10

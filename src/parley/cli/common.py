@@ -8,7 +8,8 @@ need them, so `parley --help`, `parley keys …` and `parley token …` never lo
 Misconfiguration ends a command with one clear message on stderr that names the variable
 and its value (passwords masked) and no traceback (`parley serve --debug` shows it):
 
-- exit 2: a `PARLEY_*` value is invalid (one line per variable);
+- exit 2: a `PARLEY_*` value is invalid (one line per variable), or a `PARLEY_*` variable
+  is not a setting at all (a misspelling: the line names the closest setting);
 - exit 3: the database, Redis or the secret key file named by the configuration cannot be
   used;
 - exit 1: the command itself was refused (e.g. a name already taken) or failed.
@@ -75,9 +76,34 @@ def shown_value(variable: str, value: object) -> str:
     return repr(text) if isinstance(value, str) else text
 
 
-def variable_as_set(variable: str, fallback: str) -> str:
-    """The value as the operator wrote it (environment), else the normalized setting."""
-    return os.environ.get(variable) or fallback
+def database_url_as_set(settings: Settings) -> str:
+    """`PARLEY_DATABASE_URL=value` as the operator wrote it (environment, then `./.env`,
+    password masked); when it is unset, the documented default, said to be the default
+    (not the driver spelling the settings hold)."""
+    value = os.environ.get("PARLEY_DATABASE_URL") or _env_file_value("PARLEY_DATABASE_URL")
+    if value:
+        return f"PARLEY_DATABASE_URL={mask_url(value)}"
+    if settings.database_url != _normalized_default():  # set by a way not read above
+        return f"PARLEY_DATABASE_URL={mask_url(settings.database_url)}"
+    from parley.cli.environment import VARIABLES
+
+    default = next(default for name, default, _ in VARIABLES if name == "PARLEY_DATABASE_URL")
+    return f"PARLEY_DATABASE_URL is unset, so the default {default} is used"
+
+
+def _env_file_value(variable: str) -> str | None:
+    path = Path(".env")
+    if not path.is_file():
+        return None
+    from dotenv import dotenv_values
+
+    return dotenv_values(path).get(variable)
+
+
+def _normalized_default() -> str:
+    from parley.config import DEFAULT_DATABASE_URL
+
+    return DEFAULT_DATABASE_URL
 
 
 def load_settings() -> Settings:
@@ -93,12 +119,28 @@ def load_settings() -> Settings:
             "NAME=value): fix it, or nothing of it would apply",
             EXIT_INVALID_CONFIGURATION,
         )
+    refuse_unknown_variables(Settings, env_file=Path(".env"))
     try:
         return Settings()
     except ValidationError as error:
         fail(_validation_lines(error), EXIT_INVALID_CONFIGURATION)
     except ValueError as error:  # e.g. a .env file that cannot be parsed
         fail(f"invalid configuration: {error}", EXIT_INVALID_CONFIGURATION)
+
+
+def refuse_unknown_variables(settings_class: type[Settings], *, env_file: Path) -> None:
+    """Exit 2 with one line per `PARLEY_*` variable (environment or `.env`) that is not a
+    setting, naming the closest setting (parley/cli/variables.py)."""
+    from dotenv import dotenv_values
+
+    from parley.cli.variables import refusal_lines, setting_variables, unknown_variables
+
+    sources = {"the environment": list(os.environ)}
+    if env_file.is_file():
+        sources[f"./{env_file}"] = list(dotenv_values(env_file))
+    unknown = unknown_variables(sources, setting_variables(settings_class))
+    if unknown:
+        fail("\nerror: ".join(refusal_lines(unknown)), EXIT_INVALID_CONFIGURATION)
 
 
 def _unparsable_env_lines(path: Path) -> list[int]:
@@ -140,8 +182,7 @@ async def check_dependencies(settings: Settings) -> None:
         await probe_database(settings.database_url)
     except DatabaseProbeFailed as error:
         _trace(error)
-        value = mask_url(variable_as_set("PARLEY_DATABASE_URL", settings.database_url))
-        fail(f"PARLEY_DATABASE_URL={value}: {error}", EXIT_DEPENDENCY_UNAVAILABLE)
+        fail(f"{database_url_as_set(settings)}: {error}", EXIT_DEPENDENCY_UNAVAILABLE)
     if settings.redis_url is not None:
         try:
             await probe_redis(settings.redis_url)
@@ -246,9 +287,8 @@ def run(work: Awaitable[T], settings: Settings, *, as_json: bool = False) -> T:
         return asyncio.run(main())
     except MigrationFailed as error:
         _trace(error)
-        value = mask_url(variable_as_set("PARLEY_DATABASE_URL", settings.database_url))
         fail(
-            f"PARLEY_DATABASE_URL={value}: the schema could not be brought up to date: {error}",
+            f"{database_url_as_set(settings)}: the schema could not be brought up to date: {error}",
             EXIT_DEPENDENCY_UNAVAILABLE,
         )
     except ParleyError as error:

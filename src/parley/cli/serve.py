@@ -31,6 +31,10 @@ def serve(
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks of start-up failures."),
 ) -> None:
     """Migrate the database, create the first organization if there is none, and serve."""
+    # First of all: a port in use would otherwise be found by uvicorn only after the models
+    # load, the database is migrated and the first key is printed (for a database then
+    # never served).
+    check_port_free(host, port)
     # Before any thread allocates: RSS grew 7-11 MB a minute under load through malloc
     # arenas holding freed memory, one per worker thread (parley/cli/allocator.py).
     limit_malloc_arenas()
@@ -101,6 +105,28 @@ def configure_logging(level: str) -> None:
     for name in PAYLOAD_LOGGERS:
         logger = logging.getLogger(name)
         logger.setLevel(max(logger.getEffectiveLevel(), logging.INFO))
+
+
+def check_port_free(host: str, port: int) -> None:
+    """Exit 2 with one line naming `--port` (or `--host`) when the address cannot be bound.
+
+    The socket is bound as uvicorn binds it (SO_REUSEADDR, so a closing connection in
+    TIME_WAIT is no false alarm) and closed at once.
+    """
+    import errno
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as error:
+            if error.errno == errno.EADDRINUSE:
+                message = f"--port {port}: {host}:{port} is already in use; choose another --port"
+            else:
+                message = f"--host {host} --port {port}: cannot listen there ({error.strerror})"
+            typer.echo(f"error: {message}", err=True)
+            raise typer.Exit(2) from None
 
 
 def check_speech_model(settings: Settings) -> None:
