@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -18,7 +19,7 @@ from tests.webhook_receiver import Reply, WebhookReceiver, running_receiver
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
-SETTINGS = {
+SETTINGS: dict[str, Any] = {
     "PARLEY_DATABASE_URL": "sqlite:///parley.db",
     "PARLEY_OUTBOUND_ALLOW_HTTP": "true",
     "PARLEY_OUTBOUND_ALLOW_PRIVATE_NETWORKS": "true",

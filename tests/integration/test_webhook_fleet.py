@@ -37,7 +37,7 @@ def fleet(tmp_path: Path) -> Iterator[tuple[ServeProcess, ServeProcess]]:
     flush_redis(redis_url)
     with contextlib.ExitStack() as stack:
         database_url = stack.enter_context(contextlib.contextmanager(postgres_database)())
-        shared = {
+        shared: dict[str, Any] = {
             "PARLEY_DATABASE_URL": database_url,
             "PARLEY_REDIS_URL": redis_url,
             "PARLEY_OUTBOUND_ALLOW_HTTP": "true",
