@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
+from typing import get_args
 
 import pytest
 
+from parley import engine
 from parley.app import create_app
 from parley.config import Settings
+from parley.errors import ValidationFailed
+from parley.records import ToolCall
 from parley.services import live
+from parley.services.live import codec
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = sorted([ROOT / "README.md", ROOT / "scripts" / "README.md", *ROOT.glob("docs/*.md")])
@@ -50,13 +56,43 @@ def test_api_reference_lists_every_rest_route() -> None:
             assert re.search(rf"`{method.upper()} {re.escape(path)}[`?]", text), (method, path)
 
 
+def server_message_samples() -> list[object]:
+    """One message of every kind the session sends (a test below keeps the list complete)."""
+    call = ToolCall(id="call_1", tool_id="inline_t", tool_name="t", parameters={}, output={})
+    return [
+        codec.ConversationCreated("conv_1"),
+        codec.ReadyToStart(),
+        codec.RequestError(ValidationFailed()),
+        codec.ToolCallRequested("call_1", "t", {}),
+        codec.ToolCallProcessed(call),
+        engine.InputText("hi", "en"),
+        engine.AudioChunk(b"\x00\x00", "Hi."),
+        engine.UserStartedSpeaking(),
+        engine.UserFinishedSpeaking(),
+        engine.AssistantStartedSpeaking(),
+        engine.AssistantFinishedSpeaking(),
+        engine.InterruptedResponse("Hi"),
+        engine.AssistantEndedConversation(),
+        engine.ToolCallInterrupted("call_1", "t"),
+        engine.EngineWarning("w", "Warned."),
+    ]
+
+
+def test_server_message_samples_cover_every_outbound_kind() -> None:
+    kinds = {type(sample) for sample in server_message_samples()}
+    outbound = set(get_args(codec.Outbound)) - {codec.Closing, *get_args(engine.EngineEvent)}
+    assert outbound | set(get_args(engine.EngineEvent)) <= kinds | {codec.Closing}
+
+
 def test_api_reference_lists_every_websocket_message() -> None:
     text = API_MD.read_text(encoding="utf-8")
-    live_dir = ROOT / "src" / "parley" / "services" / "live"
-    live_source = "".join(p.read_text(encoding="utf-8") for p in sorted(live_dir.glob("*.py")))
-    sent = set(re.findall(r'"type": "([a-z_]+)"', live_source))
-    sent |= set(re.findall(r': "([a-z_]+)",\n', live_source))  # frames._PLAIN's messages
-    assert {"conversation_created", "audio_chunk", "error", "warning"} <= sent
+    wire = live.ParleyCodec()
+    sent = {
+        json.loads(frame)["type"]
+        for sample in server_message_samples()
+        for frame in wire.encode(sample)  # type: ignore[arg-type]
+    }
+    assert {"conversation_created", "audio_chunk", "error", "warning", "tool_call"} <= sent
     for message in sorted(sent | live.CLIENT_MESSAGE_TYPES):
         assert f"| `{message}` |" in text, message
 

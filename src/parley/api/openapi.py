@@ -35,13 +35,15 @@ and error body.
 | client → server | fields |
 |---|---|
 | `config` | `agent`, `project`?, `input_format`?, `output_format`?, `system_prompt`?, \
-`welcome_message`?, `voice_id`? (first, within 10 s) |
+`welcome_message`?, `voice_id`?, `tools`?, `template_variables`? (first, within 10 s) |
 | `audio_chunk` | `audio`: base64, at most 40 ms |
 | `say` | `text` |
 | `generate_reply` | `user_message`?, `system_message`? |
 | `set_external_id` | `external_id` |
 | `update_system_prompt` | `system_prompt` |
 | `mute` / `unmute` | |
+| `tool_call_output` | `tool_call_id`, `output` (a WebSocket tool's answer) |
+| `update_tools_subset` | `tools` (names or inline WebSocket tools) |
 
 | server → client | fields |
 |---|---|
@@ -53,6 +55,10 @@ and error body.
 | `audio_chunk` | `audio` (100 ms), `text` |
 | `interrupted_response` | `text` |
 | `assistant_ended_conversation` | |
+| `tool_call` | `tool_call_id`, `tool_name`, `parameters` (answer with `tool_call_output`) |
+| `tool_call_output_processed` | `tool_call_id`, `tool`, `parameters`, `output`, `endpoint_*`, \
+`response_status_code`, `duration_ms`, `timed_out`, `error_message` |
+| `tool_call_interrupted` | `tool_call_id`, `tool_name` |
 | `error` | `error`: `{message, code}`, `param_errors`? |
 | `warning` | `warning`: `{message, code}` |
 
