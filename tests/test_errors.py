@@ -5,7 +5,6 @@ from __future__ import annotations
 from parley import errors
 from parley.api.errors import STATUS_BY_KIND, status_for
 
-
 SHARED_ON_PURPOSE = [{"InvalidSignature", "InvalidCarrierSignature"}]
 """`invalid_signature`, the spec's label, of two credentials: a JWT's (401, API.md 7 step 3)
 and a carrier webhook's `X-Twilio-Signature` (403, API.md 13)."""
