@@ -227,6 +227,47 @@ async def test_put_jwt_config_invalid_400(
     assert (await org.api.get("/v1/auth/jwt")).json()["issuers"] == [org.iss]
 
 
+async def test_put_jwt_config_whole_jwks_as_public_key_verifies(
+    app: FastAPI, http: httpx.AsyncClient
+) -> None:
+    """The jwks.json of `parley keys generate` is a set: given whole, its keys register."""
+    from parley.jwt import generate_key_pair
+
+    pair = generate_key_pair("EdDSA")
+    signer = make_signer("ES256", kid="second")
+    created = await make_org(app.state.context)
+    headers = {"Authorization": f"Bearer {created.api_key.secret}"}
+    body = {"issuers": ["set-iss"], "public_keys": [pair.jwks, signer.jwk]}
+    response = await http.put("/v1/auth/jwt", json=body, headers=headers)
+    assert response.status_code == 200, response.text
+    assert sorted(key["kid"] for key in response.json()["keys"]) == sorted([pair.kid, "second"])
+
+
+async def test_put_jwt_config_object_without_kty_says_to_pass_the_set_or_its_keys(
+    org: Org,
+) -> None:
+    body = {"issuers": ["x"], "public_keys": [{"kid": "k", "x": "abc"}]}
+    response = await org.api.put("/v1/auth/jwt", json=body)
+    assert_error(response, 400, "key_rejected")
+    message = response.json()["param_errors"]["public_keys.0"]
+    assert '"keys"' in message
+    assert "the set itself" in message
+
+
+async def test_put_jwt_config_jwks_with_bad_key_names_its_place(org: Org) -> None:
+    body = {"issuers": ["x"], "public_keys": [{"keys": [{"kty": "oct", "k": "c2VjcmV0"}]}]}
+    response = await org.api.put("/v1/auth/jwt", json=body)
+    assert_error(response, 400, "key_rejected")
+    assert "public_keys.0.keys.0" in response.json()["param_errors"]
+
+
+async def test_put_jwt_config_empty_jwks_refused(org: Org) -> None:
+    response = await org.api.put(
+        "/v1/auth/jwt", json={"issuers": ["x"], "public_keys": [{"keys": []}]}
+    )
+    assert_error(response, 400, "key_rejected")
+
+
 async def test_put_jwt_config_rsa_1024_refused(org: Org) -> None:
     from pathlib import Path
 

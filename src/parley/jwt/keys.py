@@ -150,6 +150,12 @@ def make_key(public_key: object, *, kid: str | None = None) -> VerificationKey:
     return VerificationKey(kid=kid, alg=alg, public_key=public_key, jwk=MappingProxyType(jwk))
 
 
+NOT_A_KEY = (
+    'This object is not a JWK (it has no "kty"). A JWKS such as the jwks.json of '
+    '`parley keys generate` is a set: pass the entries of its "keys", or the set itself.'
+)
+
+
 def import_jwk(jwk: object) -> VerificationKey:
     """Import one public JWK (RFC 7517 section 4); raise KeyRejected if it is unusable."""
     if not isinstance(jwk, Mapping):
@@ -240,6 +246,8 @@ def _public_key_of(jwk: Mapping[str, Any]) -> object:
         return rsa.RSAPublicNumbers(int.from_bytes(e, "big"), int.from_bytes(n, "big")).public_key()
     if kty == "oct":
         raise KeyRejected("Private or symmetric key material is refused: give the public key.")
+    if kty is None:
+        raise KeyRejected(NOT_A_KEY)
     raise KeyRejected("Keys must be Ed25519 (OKP), P-256 (EC) or RSA.")
 
 

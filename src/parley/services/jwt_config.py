@@ -34,6 +34,9 @@ log = logging.getLogger(__name__)
 POLICY_TTL_SECONDS = 2.0
 """How long an instance trusts its copy of an issuer's policy before asking the database."""
 POLICY_CACHE_SIZE = 10_000
+MAX_STATIC_KEYS = 20
+"""Static keys per organization, counting each key of a JWKS given whole (as the API caps
+`public_keys` entries)."""
 
 
 class JwtNotConfigured(NotFound):
@@ -302,14 +305,32 @@ def _distinct_issuers(issuers: Sequence[str]) -> list[str]:
     return list(issuers)
 
 
+def _static_key_entries(values: Sequence[object]) -> list[tuple[str, object]]:
+    """Each key given, named by its place (`public_keys.1`, `public_keys.0.keys.2`): an entry
+    that is a whole JWKS (`{"keys": [...]}`, as `parley keys generate` writes) gives its keys."""
+    entries: list[tuple[str, object]] = []
+    for position, value in enumerate(values):
+        place = f"public_keys.{position}"
+        inner = value.get("keys") if isinstance(value, Mapping) and "kty" not in value else None
+        if not isinstance(inner, list):
+            entries.append((place, value))
+        elif not inner:
+            raise jwt.KeyRejected(param_errors={place: "The JWKS holds no key."})
+        else:
+            entries.extend((f"{place}.keys.{index}", key) for index, key in enumerate(inner))
+    if len(entries) > MAX_STATIC_KEYS:
+        raise ValidationFailed(param_errors={"public_keys": f"at most {MAX_STATIC_KEYS} keys"})
+    return entries
+
+
 def _import_static_keys(values: Sequence[object]) -> list[Mapping[str, str]]:
     imported: list[Mapping[str, str]] = []
     problems: dict[str, str] = {}
-    for position, value in enumerate(values):
+    for position, value in _static_key_entries(values):
         try:
             imported.append(jwt.import_static_key(value).jwk)
         except jwt.KeyRejected as error:
-            problems[f"public_keys.{position}"] = error.message
+            problems[position] = error.message
     if problems:
         raise jwt.KeyRejected(param_errors=problems)
     kids = [key["kid"] for key in imported]
