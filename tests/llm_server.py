@@ -1,5 +1,6 @@
 """A real HTTP server on loopback speaking OpenAI's streaming chat-completions protocol.
 
+GET /v1/models lists one model `m` (what `parley serve` checks at start-up);
 POST /v1/chat/completions with `"stream": true` answers `text/event-stream`: one
 `data: {chat.completion.chunk}` event per piece of `reply`, then `data: [DONE]`. Tests
 steer it (`reply`, `status`, `delay_s` before the first piece, `stall_s` after the first)
@@ -77,6 +78,7 @@ class ChatServer(ThreadingHTTPServer):
         super().__init__(("127.0.0.1", 0), _Handler)
         self.script = Script()
         self.requests: list[Received] = []
+        self.listings: list[str | None] = []  # the Authorization header of each GET /models
         self._lock = threading.Lock()
 
     @property
@@ -94,6 +96,17 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, *_args: object) -> None:
         return
+
+    def do_GET(self) -> None:
+        """GET /v1/models, as OpenAI lists models: what `parley serve` checks at start-up."""
+        script = self.server.script
+        self.server.listings.append(self.headers.get("Authorization"))
+        if self.path != "/v1/models" or script.status != 200:
+            payload = json.dumps({"error": {"message": "no such thing", "type": "server"}})
+            self._plain(script.status if script.status != 200 else 404, payload)
+            return
+        models = {"object": "list", "data": [{"id": "m", "object": "model", "owned_by": "test"}]}
+        self._plain(200, json.dumps(models))
 
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
@@ -477,3 +478,22 @@ async def test_barge_in_before_speech_first_tool_ran_leaves_it_not_run(
     assert runner.calls == []  # cut before its speech started: never run
     assert InterruptedResponse("") in recorder.events
     assert tool_messages(chat, 1)["call_c"] == {"error": "not run: the user interrupted the reply"}
+
+
+async def test_failing_model_reply_logs_one_line_without_traceback(
+    chat: ChatServer,
+    tone_synthesizer: Synthesizer,
+    config: SessionConfig,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    chat.script.status = 503
+    caplog.set_level(logging.WARNING, logger="parley")
+    async with conversation(chat, tone_synthesizer, config) as (engine, recorder, _):
+        await engine.generate_reply(user_message="Where is order 42?")
+        await recorder.wait_for(AssistantFinishedSpeaking)
+    assert warnings(recorder) == ["response_failed"]
+    lines = [record for record in caplog.records if record.name.startswith("parley")]
+    assert [record.getMessage() for record in lines] == [
+        "the language model (PARLEY_LLM_BASE_URL) answered HTTP 503"
+    ]
+    assert all(record.exc_info is None for record in lines)

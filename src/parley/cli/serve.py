@@ -55,6 +55,7 @@ def serve(
         )
         raise typer.Exit(2)
     check_speech_model(settings)
+    check_language_model(settings)
 
     async def bootstrap(ctx: Context) -> NewOrganization | None:
         return await orgs.bootstrap(ctx)
@@ -146,6 +147,17 @@ def check_speech_model(settings: Settings) -> None:
             err=True,
         )
         raise typer.Exit(2) from None
+
+
+def check_language_model(settings: Settings) -> None:
+    """Warn in one line when PARLEY_LLM_BASE_URL is set and does not answer (not fatal)."""
+    if settings.llm_base_url is None:
+        return
+    from parley.cli.language_model import language_model_warning
+
+    key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else None
+    if warning := language_model_warning(settings.llm_base_url, key):
+        typer.echo(warning, err=True)
 
 
 def migrate() -> None:

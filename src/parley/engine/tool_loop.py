@@ -53,6 +53,7 @@ from parley.engine.base import (
     ToolCallPart,
     Turn,
 )
+from parley.engine.errors import ReplyModelFailed
 from parley.engine.speaker import Break, Response, Speaker
 from parley.engine.tool_checks import ToolCallRefused, check_call
 from parley.engine.tools import (
@@ -124,8 +125,11 @@ class ToolLoop:
         async with send:
             try:
                 await self._rounds(request, response, send, calls)
-            except Exception:
-                logger.exception("a response failed")
+            except Exception as error:
+                # A model that is down or refuses is an outage, not a bug: the replier has
+                # logged the one line saying why (openai_chat.py), so no traceback per turn.
+                if not isinstance(error, ReplyModelFailed):
+                    logger.exception("a response failed")
                 await self._warn("response_failed", "The assistant's response failed.")
                 send.send_nowait(Break())
                 send.send_nowait(self._apology)

@@ -115,14 +115,20 @@ class ChatCompletionReplies:
                         yield text
             for call in calls.finish():
                 yield call
+        # One warning line per failed reply, naming the setting to look at; no traceback (the
+        # engine does not log ReplyModelFailed again) and never the key or the server's words.
         except TimeoutError:
-            logger.warning("the language model timed out")
+            logger.warning("the language model (PARLEY_LLM_BASE_URL) did not answer in time")
             raise ReplyModelFailed("The language model did not answer in time.") from None
         except APIStatusError as error:
-            logger.warning("the language model answered HTTP %s", error.status_code)
+            logger.warning(
+                "the language model (PARLEY_LLM_BASE_URL) answered HTTP %s", error.status_code
+            )
             raise ReplyModelFailed() from None
         except OpenAIError as error:
-            logger.warning("the language model failed: %s", type(error).__name__)
+            logger.warning(
+                "the language model (PARLEY_LLM_BASE_URL) failed: %s", type(error).__name__
+            )
             raise ReplyModelFailed() from None
 
     async def aclose(self) -> None:
