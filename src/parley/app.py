@@ -9,7 +9,7 @@ from typing import Any
 from fastapi import FastAPI
 
 from parley import __version__, metrics
-from parley.api import log_hygiene, ws
+from parley.api import log_hygiene, telephony_ws, ws
 from parley.api.docs import install_docs
 from parley.api.errors import install_error_handlers
 from parley.api.examples import install_examples
@@ -28,6 +28,7 @@ from parley.api.routes import (
     session_tokens,
     telephony,
     tools,
+    voices,
     webhooks,
 )
 from parley.api.ws_protocol import WS_PROTOCOL
@@ -105,12 +106,14 @@ def create_app(
         audit_events.router,
         projects.router,
         agents.router,
+        voices.router,
         tools.router,
         webhooks.router,
         auth_jwt.router,
         session_tokens.router,
         conversations.router,
         telephony.router,
+        telephony_ws.router,
         ws.router,
     )
     for router in routers:

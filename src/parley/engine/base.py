@@ -341,6 +341,11 @@ class ConversationEngine(Protocol):
         """Treat input audio as speech again."""
         ...
 
+    async def interrupt(self) -> None:
+        """Stop the current response and drop queued ones, as the user's speech does (a key
+        pressed on a phone call)."""
+        ...
+
     async def close(self) -> None:
         """Stop all work and end the events() stream; idempotent."""
         ...

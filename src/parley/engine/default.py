@@ -284,6 +284,11 @@ class DefaultEngine:
         self._open_channels()
         self._muted = False
 
+    async def interrupt(self) -> None:
+        """Barge in without speech: stop the current response, drop queued ones."""
+        self._open_channels()
+        self._interrupt()
+
     async def close(self) -> None:
         """Stop the workers and end the events stream (buffered events are still delivered)."""
         if self._closed:

@@ -9,7 +9,10 @@ carrier's codec (Twilio Media Streams) fits the same Protocol:
 - a call is configured by `Configure(agent=None)`: the agent of the pending conversation its
   handshake names, in the formats the codec's wire carries;
 - `Dtmf` is one entry the caller keyed (a user turn), `Mark` an acknowledgement that sent
-  audio was played, `Hangup` the far end hanging up;
+  audio was played, `Hangup` the far end hanging up, `Interrupt` a barge-in without speech
+  (a key pressed while the agent speaks);
+- a codec that also implements `KnowsPlayback` decides the stored text of an interrupted
+  reply (what its wire acknowledged as played), not the engine's clock;
 - `encode` may answer one message with several frames (audio and its mark, a `clear` on
   barge-in) or none (a message the wire has no frame for, e.g. `Closing` on a wire that just
   closes);
@@ -24,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol, TypeAlias
+from typing import Any, Protocol, TypeAlias, runtime_checkable
 
 from parley import engine
 from parley.errors import ParleyError
@@ -149,6 +152,11 @@ class Hangup:
     """The far end hung up: the conversation ends as when a client leaves."""
 
 
+@dataclass(frozen=True, slots=True)
+class Interrupt:
+    """Stop the agent's speech as the user's speech would (a key pressed while it speaks)."""
+
+
 Inbound: TypeAlias = (
     Configure
     | AudioIn
@@ -163,6 +171,7 @@ Inbound: TypeAlias = (
     | Dtmf
     | Mark
     | Hangup
+    | Interrupt
 )
 
 
@@ -259,4 +268,15 @@ class Codec(Protocol):
 
     def encode(self, message: Outbound) -> Sequence[Frame]:
         """Return the frames that carry one message, in order (maybe none)."""
+        ...
+
+
+@runtime_checkable
+class KnowsPlayback(Protocol):
+    """A codec whose wire acknowledges playback (a phone carrier's marks) and so knows better
+    than the engine's clock what the listener heard of an interrupted reply."""
+
+    def heard(self, said: str) -> str:
+        """Return what was played of the interrupted reply the engine says was heard as
+        `said` (a word prefix of it): never more than `said`."""
         ...

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 from parley import engine
@@ -15,7 +16,8 @@ class Relay:
     assistant's words.
 
     The assistant's item is what it said: the sentences of a finished response, or, for an
-    interrupted one, what the listener had heard (InterruptedResponse's text).
+    interrupted one, what the listener had heard (InterruptedResponse's text, or what the
+    wire acknowledged as played of it when the codec knows: `heard`).
     """
 
     def __init__(
@@ -26,8 +28,10 @@ class Relay:
         conversation_id: str,
         emit: Emit,
         tools: ConversationTools | None = None,
+        heard: Callable[[str], str] | None = None,
     ) -> None:
         self._ctx = ctx
+        self._heard = heard
         self._tools = tools
         self._org_id = org_id
         self._conversation_id = conversation_id
@@ -46,7 +50,7 @@ class Relay:
             case engine.AssistantFinishedSpeaking():
                 await self.store("assistant", " ".join(self._spoken))
             case engine.InterruptedResponse(text=text):
-                await self.store("assistant", text)
+                await self.store("assistant", self._heard(text) if self._heard else text)
             case engine.ToolCallInterrupted(call_id=call_id) if self._tools is not None:
                 event = replace(event, call_id=self._tools.public_id(call_id))
         await self._emit(event)

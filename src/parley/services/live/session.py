@@ -288,6 +288,8 @@ class LiveSession:
                     await self._relay.store("user", entry)
             case codec.UpdateSystemPrompt(system_prompt=prompt):
                 await live.update_system_prompt(prompt)
+            case codec.Interrupt():
+                await live.interrupt()
             case codec.Mute():
                 await live.mute()
             case codec.Unmute():
@@ -356,6 +358,7 @@ class LiveSession:
             conversation_id=conversation.id,
             emit=self._emit,
             tools=tools,
+            heard=self._codec.heard if isinstance(self._codec, codec.KnowsPlayback) else None,
         )
         config = engine.SessionConfig(
             agent_name=agent.name,

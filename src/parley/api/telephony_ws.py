@@ -1,0 +1,143 @@
+"""`/v1/telephony/twilio/media`: a phone call's Twilio media stream (API.md section 13).
+
+The carrier sends no credential on the handshake, so the socket is accepted and its opening
+frames are the handshake: `connected`, then within 10 s a `start` whose `customParameters`
+carry a valid, unused stream token for their `conversation_id` (redeemed once). Anything
+else closes 1008 and nothing starts (1011 when the stores do not answer). Then
+`services.live.LiveSession` runs the call with the stream's `TwilioCodec`, opened by the
+config of the pending conversation: the session holds every other rule (leases, the
+disabled-agent rule, ending in one place, the watchdog), as on the conversation socket.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from fastapi import APIRouter, WebSocket
+from starlette.websockets import WebSocketDisconnect, WebSocketState
+
+from parley.api.deps import context_of
+from parley.engine import EngineFactory
+from parley.errors import InvalidRequest, ParleyError, Unavailable
+from parley.services import live
+from parley.services.live.call import abandon_call, open_call
+from parley.services.live.twilio_codec import (
+    IDLE_FRAME,
+    Connected,
+    StreamStart,
+    TwilioCodec,
+    call_configure,
+    parse_opening,
+)
+
+log = logging.getLogger("parley.telephony")
+router = APIRouter()
+
+START_TIMEOUT_SECONDS = 10.0
+IDLE_SECONDS = 0.25
+"""With no frame for this long the codec is handed IDLE_FRAME (the DTMF pause runs on)."""
+MAX_OPENING_BYTES = 16 * 1024
+"""`connected` and `start` are well under 2 KiB."""
+
+
+@router.websocket("/v1/telephony/twilio/media")
+async def media_socket(websocket: WebSocket) -> None:
+    """Accept, authenticate the stream by its `start`, and run the call until it ends."""
+    ctx = context_of(websocket)
+    await websocket.accept()
+    socket = _Socket(websocket)
+    try:
+        start = await asyncio.wait_for(_opening(socket), START_TIMEOUT_SECONDS)
+        handshake = await open_call(
+            ctx, conversation_id=start.conversation_id, stream_token=start.stream_token
+        )
+    except TimeoutError:
+        log.info("media stream refused: no start within %.0f s", START_TIMEOUT_SECONDS)
+        await socket.close(1008, "no start")
+        return
+    except Unavailable:
+        await socket.close(1011, "unavailable")
+        return
+    except ParleyError as error:
+        log.info("media stream refused: %s", error.code)  # never the token itself
+        await socket.close(1008, error.code)
+        return
+    wire = TwilioCodec(stream_sid=start.stream_sid, clock=ctx.clock)
+    factory: EngineFactory = websocket.app.state.engine_factory
+    session = live.LiveSession(ctx, factory, handshake, wire, send=socket.send, close=socket.close)
+    await session.run(socket.receive_or_idle, opening=(call_configure(),))
+    if session.conversation_id is None:  # refused before going live (a disabled agent)
+        try:
+            await abandon_call(
+                ctx, org_id=handshake.principal.org_id, conversation_id=start.conversation_id
+            )
+        except ParleyError:
+            log.exception("could not end call %s that never went live", start.conversation_id)
+
+
+async def _opening(socket: _Socket) -> StreamStart:
+    """Read `connected`, then `start`; raise InvalidRequest for anything else."""
+    for expected in (Connected, StreamStart):
+        data = await socket.receive()
+        if data is None or len(data) > MAX_OPENING_BYTES:
+            raise InvalidRequest("The stream ended or sent too much before its start.")
+        found = parse_opening(data)
+        if not isinstance(found, expected):
+            raise InvalidRequest("Expected `connected`, then `start`.")
+        if isinstance(found, StreamStart):
+            return found
+    raise AssertionError("unreachable")
+
+
+class _Socket:
+    """The accepted socket as the session sees it; sending and closing never raise."""
+
+    def __init__(self, websocket: WebSocket) -> None:
+        self._websocket = websocket
+        self._gone = False
+        self._next: asyncio.Task[str | bytes | None] | None = None
+
+    async def receive(self) -> str | bytes | None:
+        """Return the next frame, or None once the carrier has disconnected."""
+        if self._gone:
+            return None
+        message = await self._websocket.receive()
+        if message["type"] == "websocket.disconnect":
+            self._gone = True
+            return None
+        text: str | None = message.get("text")
+        return text if text is not None else message.get("bytes") or b""
+
+    async def receive_or_idle(self) -> str | bytes | None:
+        """Return the next frame, or IDLE_FRAME when none came within IDLE_SECONDS (the
+        pending read goes on: no frame is lost)."""
+        if self._next is None:
+            self._next = asyncio.ensure_future(self.receive())
+        done, _ = await asyncio.wait({self._next}, timeout=IDLE_SECONDS)
+        if not done:
+            return IDLE_FRAME
+        task, self._next = self._next, None
+        return task.result()
+
+    async def send(self, frame: str | bytes) -> None:
+        if self._gone or self._websocket.application_state != WebSocketState.CONNECTED:
+            return
+        try:
+            if isinstance(frame, str):
+                await self._websocket.send_text(frame)
+            else:
+                await self._websocket.send_bytes(frame)
+        except (WebSocketDisconnect, RuntimeError, OSError):
+            self._gone = True
+
+    async def close(self, code: int, reason: str) -> None:
+        if self._next is not None:
+            self._next.cancel()
+        if self._gone or self._websocket.application_state != WebSocketState.CONNECTED:
+            return
+        self._gone = True
+        try:
+            await self._websocket.close(code, reason)
+        except (WebSocketDisconnect, RuntimeError, OSError):
+            log.debug("media socket already gone at close")
