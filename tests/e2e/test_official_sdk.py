@@ -153,3 +153,10 @@ def test_sdk_conversations_get(client: Phonic, serve: ServeProcess) -> None:
     assert conversation.analysis.interruptions_count == 0
     assert conversation.duration_ms is None
     assert conversation.ended_by is None
+
+
+def test_sdk_voices_list_parses_the_installed_voices(client: Phonic) -> None:
+    listed = client.voices.list()
+    voices = {voice.id: voice for voice in listed.voices}
+    assert voices["heart"].name == "Heart"
+    assert (voices["heart"].model_extra or {})["language"] == "en"

@@ -12,6 +12,7 @@ from parley.records import Actor
 from parley.services import Context, Principal, authenticate
 from parley.services.authn import presented_credential
 from parley.services.paging import MAX_PAGE_SIZE
+from parley.services.voices import SpeechCatalog, cached_catalog
 from parley.text import Label
 
 
@@ -28,6 +29,14 @@ async def get_context(connection: HTTPConnection) -> Context:
 
 
 Ctx = Annotated[Context, Depends(get_context)]
+
+
+async def get_speech(connection: HTTPConnection) -> SpeechCatalog | None:
+    """The voices and languages of the engine the app's lifespan built (read once)."""
+    return cached_catalog(connection.app.state)
+
+
+Speech = Annotated[SpeechCatalog | None, Depends(get_speech)]
 
 
 OPAQUE_KINDS: frozenset[CredentialKind] = frozenset({"api_key", "session_token"})

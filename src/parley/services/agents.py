@@ -44,6 +44,7 @@ from parley.services.event_payloads import agent_json
 from parley.services.orgs import MAIN_PROJECT
 from parley.services.paging import page_of
 from parley.services.tools import check_tool_names
+from parley.services.voices import SpeechCatalog, check_speech
 
 T = TypeVar("T")
 
@@ -51,9 +52,17 @@ UNIQUE_VIOLATIONS = agent_repo.UNIQUE_VIOLATIONS
 
 
 async def create_agent(
-    ctx: Context, *, org_id: str, project: str | None, spec: AgentSpec, actor: Actor
+    ctx: Context,
+    *,
+    org_id: str,
+    project: str | None,
+    spec: AgentSpec,
+    actor: Actor,
+    speech: SpeechCatalog | None = None,
 ) -> Agent:
-    """Create an agent in a project (default `main`)."""
+    """Create an agent in a project (default `main`); its voice and language must be ones
+    `speech` (the engine's catalog; None: not checked) can use."""
+    check_speech(speech, voice_id=spec.voice_id, language=spec.language)
     now = utcnow(ctx.clock)
     async with ctx.db.transaction(UNIQUE_VIOLATIONS) as session:
         in_project = await project_repo.resolve(session, org_id, project or MAIN_PROJECT)
@@ -100,13 +109,26 @@ async def list_agents(
 
 
 async def update_agent(
-    ctx: Context, *, org_id: str, ref: str, project: str | None, patch: AgentPatch, actor: Actor
+    ctx: Context,
+    *,
+    org_id: str,
+    ref: str,
+    project: str | None,
+    patch: AgentPatch,
+    actor: Actor,
+    speech: SpeechCatalog | None = None,
 ) -> Agent:
-    """Apply a partial update; refused with AgentDisabled while the agent is disabled."""
+    """Apply a partial update; refused with AgentDisabled while the agent is disabled, and
+    when a new voice or language is one `speech` cannot use."""
     async with ctx.db.transaction(UNIQUE_VIOLATIONS) as session:
         agent = await find_agent(session, org_id, ref, project, for_update=True)
         if agent.disabled_at is not None:
             raise AgentDisabled("The agent is disabled: it cannot be updated.")
+        check_speech(
+            speech,
+            voice_id=None if isinstance(patch.voice_id, Unset) else patch.voice_id,
+            language=None if isinstance(patch.language, Unset) else patch.language,
+        )
         if not isinstance(patch.name, Unset) and patch.name != agent.name:
             if await agent_repo.name_taken(session, agent.project_id, patch.name):
                 raise NameTaken("An agent with this name already exists in the project.")

@@ -7,10 +7,13 @@ Rules (the same limits as the REST API's AgentCreate, api/schemas.py):
    (`variable_default`); a row with neither is skipped. At most 100, names unique and of the
    placeholder rule, defaults at most 2000 characters. Errors are reported on `variable_name`.
 3. Boosted keywords are lines of text: at most 100, each at most 64 characters.
+4. The voice is picked from the installed voices (`voice_choices`); whether it is one is the
+   service's rule (400 `unknown_voice`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from itertools import zip_longest
 from typing import Final, NoReturn
 
@@ -20,6 +23,7 @@ from parley.errors import ValidationFailed
 from parley.records import Agent, TemplateVariable
 from parley.services.templates import NAME_RULE, is_variable_name
 from parley.services.tools import BUILT_IN_TOOLS
+from parley.services.voices import Voice
 from parley.text import LABEL_RULE, TEXT_RULE, is_label, is_text
 from parley.web import forms
 from parley.web.form_state import FormState
@@ -92,3 +96,13 @@ def variable_rows(state: FormState, agent: Agent | None) -> list[tuple[str, str]
 
 def _refuse(message: str) -> NoReturn:
     raise ValidationFailed(param_errors={"variable_name": message})
+
+
+def voice_choices(voices: Sequence[Voice], current: str) -> list[tuple[str, str]]:
+    """The voice picker's options as (value, label): the installed voices, and first the
+    agent's current `voice_id` when it is an alias rather than a listed voice (the default
+    `us_female`), so that saving the form unchanged keeps it."""
+    choices = [(voice.id, f"{voice.name} ({voice.language})") for voice in voices]
+    if current and current not in {voice.id for voice in voices}:
+        choices.insert(0, (current, current))
+    return choices

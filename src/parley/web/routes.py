@@ -14,6 +14,7 @@ from parley.errors import ProjectNotFound, ValidationFailed
 from parley.records import UNSET, Agent, AgentPatch, AgentSpec
 from parley.services import agents
 from parley.services import dashboard as dashboard_service
+from parley.services.voices import cached_catalog, list_voices
 from parley.web import agent_forms, forms, pages, tools
 from parley.web.form_state import FORM_ERRORS, FailedForm
 from parley.web.render import (
@@ -151,6 +152,8 @@ async def _agents_page(
         status=status,
         agents=listed.items,
         audio_formats=forms.AUDIO_FORMATS,
+        voices=list_voices(cached_catalog(request.app.state)),
+        voice_choices=agent_forms.voice_choices,
         tools=await tools.org_tools(ctx, signed_in.org_id),
         built_ins=agent_forms.BUILT_INS,
         notice=notice(request),
@@ -174,6 +177,8 @@ async def _agent_page(
         status=status,
         agent=agent,
         audio_formats=forms.AUDIO_FORMATS,
+        voices=list_voices(cached_catalog(request.app.state)),
+        voice_choices=agent_forms.voice_choices,
         tools=project_tools,
         built_ins=agent_forms.BUILT_INS,
         notice=notice(request),
@@ -204,7 +209,7 @@ async def create_agent(request: Request, signed_in: SignedIn, form: CheckedForm)
         project = forms.text(form, "project", max_length=64) or None
         agent = await agents.create_agent(
             context_of(request), org_id=signed_in.org_id, project=project, spec=spec,
-            actor=signed_in.actor,
+            actor=signed_in.actor, speech=cached_catalog(request.app.state),
         )  # fmt: skip
     except (*FORM_ERRORS, ProjectNotFound) as error:  # an unknown project is a typo too
         failed = FailedForm.of("create-agent", form, error)
@@ -244,7 +249,7 @@ async def update_agent(
             patch = AgentPatch(name=UNSET)
         await agents.update_agent(
             ctx, org_id=signed_in.org_id, ref=current.id, project=None, patch=patch,
-            actor=signed_in.actor,
+            actor=signed_in.actor, speech=cached_catalog(request.app.state),
         )  # fmt: skip
     except FORM_ERRORS as error:
         failed = FailedForm.of("edit-agent", form, error)

@@ -13,6 +13,7 @@ from parley.api.deps import (
     CursorParam,
     LimitParam,
     ProjectParam,
+    Speech,
 )
 from parley.api.schemas import (
     AgentCreate,
@@ -62,6 +63,7 @@ async def create_agent(
     principal: ApiKeyPrincipal,
     actor: ApiKeyActor,
     body: AgentCreate,
+    speech: Speech,
     project: ProjectParam = None,
 ) -> AgentCreated:
     """Create an agent in a project (body `project`, else `?project=`, else `main`)."""
@@ -80,7 +82,12 @@ async def create_agent(
         boosted_keywords=tuple(body.boosted_keywords),
     )
     agent = await agents.create_agent(
-        ctx, org_id=principal.org_id, project=body.project or project, spec=spec, actor=actor
+        ctx,
+        org_id=principal.org_id,
+        project=body.project or project,
+        spec=spec,
+        actor=actor,
+        speech=speech,
     )
     return AgentCreated.of(agent)
 
@@ -105,6 +112,7 @@ async def update_agent(
     actor: ApiKeyActor,
     name_or_id: NameOrId,
     body: AgentUpdate,
+    speech: Speech,
     project: ProjectParam = None,
 ) -> AgentEnvelope:
     """Update some fields of an agent; refused with 409 `agent_disabled` while disabled."""
@@ -122,7 +130,13 @@ async def update_agent(
         ),
     )
     agent = await agents.update_agent(
-        ctx, org_id=principal.org_id, ref=name_or_id, project=project, patch=patch, actor=actor
+        ctx,
+        org_id=principal.org_id,
+        ref=name_or_id,
+        project=project,
+        patch=patch,
+        actor=actor,
+        speech=speech,
     )
     return AgentEnvelope(agent=AgentOut.of(agent))
 

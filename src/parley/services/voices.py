@@ -1,0 +1,155 @@
+"""The voices an agent may speak with and the languages it may listen in (API.md section 4).
+
+`GET /v1/voices` lists the voices the process's synthesizer has installed; creating or
+updating an agent refuses a `voice_id` the synthesizer cannot resolve (400 `unknown_voice`:
+its aliases such as the default `us_female` count) and a `language` the recognizer does not
+know (400 `unsupported_language`; the bundled tiny.en model knows only `en`).
+
+The services see the engine through `SpeechCatalog`, built once per process from the engine
+factory the app holds (`catalog_of`), never by building an engine themselves.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from parley.engine import EngineFactory, Recognizer, Synthesizer, WhisperRecognizer
+from parley.errors import InvalidRequest
+
+VOICE_LANGUAGE = "en"
+"""The language of every voice the engine ships (hibari's Kokoro voices are en-US and
+en-GB, espeak-ng's en-us and en-gb); the synthesizer names no language of its own."""
+MULTILINGUAL_VOCABULARY = 51_865
+"""Whisper's multilingual models have this many tokens; the English-only (`.en`) ones one
+fewer (what faster-whisper's `is_multilingual` reads)."""
+WHISPER_LANGUAGES = frozenset(
+    "af am ar as az ba be bg bn bo br bs ca cs cy da de el en es et eu fa fi fo fr gl gu ha haw "
+    "he hi hr ht hu hy id is it ja jw ka kk km kn ko la lb ln lo lt lv mg mi mk ml mn mr ms mt "
+    "my ne nl nn no oc pa pl ps pt ro ru sa sd si sk sl sn so sq sr su sv sw ta te tg th tk tl "
+    "tr tt uk ur uz vi yi yo yue zh".split()
+)
+"""The languages a multilingual Whisper model transcribes (faster_whisper.tokenizer)."""
+
+
+class UnknownVoice(InvalidRequest):
+    """The agent's `voice_id` names no installed voice."""
+
+    code = "unknown_voice"
+    message = "The voice_id names no installed voice: GET /v1/voices lists them."
+
+
+class UnsupportedLanguage(InvalidRequest):
+    """The agent's `language` is not one the installed recognizer understands."""
+
+    code = "unsupported_language"
+    message = "The speech recognizer installed does not understand this language."
+
+
+@dataclass(frozen=True, slots=True)
+class Voice:
+    """One installed voice, as `GET /v1/voices` shows it."""
+
+    id: str
+    name: str
+    language: str
+
+
+class SpeechCatalog(Protocol):
+    """What the engine of this process can speak and hear."""
+
+    def voices(self) -> tuple[Voice, ...]:
+        """The installed voices."""
+        ...
+
+    def knows_voice(self, voice_id: str) -> bool:
+        """Whether `voice_id` (a voice or one of its aliases) can be spoken."""
+        ...
+
+    def languages(self) -> frozenset[str] | None:
+        """The primary language tags the recognizer understands (None: any)."""
+        ...
+
+
+class EngineSpeech:
+    """A SpeechCatalog read from the engine's synthesizer and recognizer."""
+
+    def __init__(self, synthesizer: Synthesizer, recognizer: Recognizer | None) -> None:
+        self._synthesizer = synthesizer
+        self._languages = _recognizer_languages(recognizer)
+
+    def voices(self) -> tuple[Voice, ...]:
+        """The synthesizer's voices, each named for display."""
+        return tuple(
+            Voice(id=name, name=_display_name(name), language=VOICE_LANGUAGE)
+            for name in self._synthesizer.voices()
+        )
+
+    def knows_voice(self, voice_id: str) -> bool:
+        """Whether the synthesizer resolves `voice_id`."""
+        return self._synthesizer.resolve_voice(voice_id) is not None
+
+    def languages(self) -> frozenset[str] | None:
+        """The recognizer's languages (None: no recognizer that cares, e.g. PARLEY_STT=none)."""
+        return self._languages
+
+
+def catalog_of(factory: EngineFactory) -> SpeechCatalog | None:
+    """The catalog of the process's engine factory, or None when it exposes no synthesizer
+    (a factory made by a test for another purpose: nothing is checked then)."""
+    synthesizer = getattr(factory, "synthesizer", None)
+    if synthesizer is None:
+        return None
+    return EngineSpeech(synthesizer, getattr(factory, "recognizer", None))
+
+
+def cached_catalog(state: Any) -> SpeechCatalog | None:
+    """The catalog of `state.engine_factory` (the app's state), made once and kept there."""
+    catalog: SpeechCatalog | None = getattr(state, "speech_catalog", None)
+    if catalog is None:
+        catalog = state.speech_catalog = catalog_of(state.engine_factory)
+    return catalog
+
+
+def check_speech(
+    speech: SpeechCatalog | None, *, voice_id: str | None, language: str | None
+) -> None:
+    """Refuse a voice or a language the engine cannot use (None values are not checked)."""
+    if speech is None:
+        return
+    if voice_id is not None and not speech.knows_voice(voice_id):
+        raise UnknownVoice(param_errors={"voice_id": f"{voice_id!r} is not an installed voice"})
+    known = speech.languages()
+    if language is not None and known is not None and language not in known:
+        raise UnsupportedLanguage(
+            param_errors={"language": f"must be one of: {', '.join(sorted(known))}"}
+        )
+
+
+def _display_name(voice: str) -> str:
+    return voice.replace("_", " ").replace("-", " ").title() if voice.islower() else voice
+
+
+def _recognizer_languages(recognizer: Recognizer | None) -> frozenset[str] | None:
+    if not isinstance(recognizer, WhisperRecognizer):
+        return None  # the placeholder recognizer hears no words in any language
+    vocabulary = recognizer.model_dir / "vocabulary.txt"
+    return (
+        WHISPER_LANGUAGES
+        if _token_count(vocabulary) >= MULTILINGUAL_VOCABULARY
+        else frozenset({"en"})
+    )
+
+
+def _token_count(vocabulary: Path) -> int:
+    try:
+        with vocabulary.open("rb") as lines:
+            return sum(1 for _ in lines)
+    except OSError:
+        return 0  # another layout: count it English-only, as the bundled model is
+
+
+def list_voices(speech: SpeechCatalog | None) -> tuple[Voice, ...]:
+    """The installed voices (none when the process has no synthesizer to ask)."""
+    return speech.voices() if speech is not None else ()
