@@ -23,10 +23,18 @@ The registry belongs to one application: `create_app` builds a `Metrics` and its
 process serves one app (uvicorn workers are processes), so "the active app" is well
 defined; tests that run several apps get a registry each, and the last one started
 records. With metrics off, or outside any app, the functions do nothing.
+
+Several workers (`parley serve --workers N`): each is a process with its own values, so a
+scrape answered by one worker would show that worker only. `parley serve` then sets
+PROMETHEUS_MULTIPROC_DIR to a fresh temporary directory (removed at exit) before the
+workers start: prometheus-client's multiprocess mode keeps every worker's values in files
+there, and a scrape, whichever worker answers it, sums them (`live_conversations` over the
+live workers). The directory must be fresh: files of an earlier run would be counted.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Final
@@ -39,6 +47,8 @@ QUEUE_BUCKETS: Final = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.
 QUEUE_STAGES: Final = frozenset({"stt", "tts"})
 STORES: Final = frozenset({"database", "redis"})
 CONTENT_TYPE: Final = "text/plain; version=0.0.4; charset=utf-8"
+MULTIPROCESS_VARIABLE: Final = "PROMETHEUS_MULTIPROC_DIR"
+"""prometheus-client's own switch to multiprocess mode (set by `parley serve --workers N`)."""
 
 
 class Metrics:
@@ -63,7 +73,7 @@ class Metrics:
         )  # fmt: skip
         self.live_conversations = Gauge(
             "parley_live_conversations", "Conversations live on this instance.",
-            registry=registry,
+            registry=registry, multiprocess_mode="livesum",  # the sum over live workers
         )  # fmt: skip
         self.turn_latency = Histogram(
             "parley_turn_latency_seconds",
@@ -89,10 +99,18 @@ class Metrics:
             self.store_errors.labels(store=store)
 
     def render(self) -> bytes:
-        """Return the registry in the Prometheus text format."""
-        from prometheus_client import generate_latest
+        """Return the registry in the Prometheus text format; in multiprocess mode, the sum
+        of every worker's values (read from the shared directory at each scrape)."""
+        from prometheus_client import CollectorRegistry, generate_latest
 
-        return generate_latest(self.registry)
+        directory = os.environ.get(MULTIPROCESS_VARIABLE)
+        if not directory:
+            return generate_latest(self.registry)
+        from prometheus_client.multiprocess import MultiProcessCollector
+
+        combined = CollectorRegistry()
+        MultiProcessCollector(combined, path=directory)  # type: ignore[no-untyped-call]
+        return generate_latest(combined)
 
 
 _active: list[Metrics] = []

@@ -5,7 +5,11 @@ from __future__ import annotations
 import gc
 import logging
 import os
+import shutil
 import socket
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 import typer
@@ -39,11 +43,7 @@ def serve(
     # arenas holding freed memory, one per worker thread (parley/cli/allocator.py).
     limit_malloc_arenas()
     gc.set_threshold(*SERVER_GC_THRESHOLD)  # a long life: Python's defaults (parley.__main__)
-    import uvicorn  # imported here: the other commands start faster without it
-
-    from parley.app import HTTP_PROTOCOL, WS_PROTOCOL
     from parley.services import orgs
-    from parley.services.live import MAX_MESSAGE_BYTES
 
     set_debug(debug)
     settings = load_settings()
@@ -74,6 +74,16 @@ def serve(
         # conversations at once (services/instances.py). Workers each get a fresh name.
         os.environ["PARLEY_INSTANCE_ID"] = f"{socket.gethostname()[:64]}:{port}"
     configure_logging(settings.log_level)
+    with shared_metrics_directory(enabled=settings.metrics and workers > 1):
+        _run_uvicorn(host=host, port=port, workers=workers, settings=settings)
+
+
+def _run_uvicorn(*, host: str, port: int, workers: int, settings: Settings) -> None:
+    import uvicorn  # imported here: the other commands start faster without it
+
+    from parley.app import HTTP_PROTOCOL, WS_PROTOCOL
+    from parley.services.live import MAX_MESSAGE_BYTES
+
     uvicorn.run(
         "parley.app:create_app_from_env",
         factory=True,
@@ -93,6 +103,25 @@ def serve(
         # running after this long is cut off, so the process always stops.
         timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
     )
+
+
+@contextmanager
+def shared_metrics_directory(*, enabled: bool) -> Iterator[None]:
+    """With several workers and metrics on, give prometheus-client a fresh directory for
+    every worker's values (PROMETHEUS_MULTIPROC_DIR, parley/metrics.py) and remove it at
+    exit. One the operator set already is used as it is, and kept."""
+    from parley.metrics import MULTIPROCESS_VARIABLE
+
+    if not enabled or os.environ.get(MULTIPROCESS_VARIABLE):
+        yield
+        return
+    directory = tempfile.mkdtemp(prefix="parley-metrics-")
+    os.environ[MULTIPROCESS_VARIABLE] = directory  # inherited by the workers uvicorn starts
+    try:
+        yield
+    finally:
+        del os.environ[MULTIPROCESS_VARIABLE]
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 PAYLOAD_LOGGERS = ("aiosqlite", "asyncpg", "httpcore", "httpcore2", "httpx", "hpack", "openai")
