@@ -235,3 +235,26 @@ async def test_pages_without_refusal_show_no_form_error(
         assert "form-error" not in page.text
         assert "aria-invalid" not in page.text
     assert form_values(pages[1].text, "edit-agent")["name"] == agent["name"]
+
+
+async def test_jwt_settings_static_keys_prefilled_so_saving_unchanged_keeps_them(
+    tenant: Tenant, browser: Browser
+) -> None:
+    from parley.jwt import generate_key_pair
+
+    pair = generate_key_pair("EdDSA", kid="static-1")
+    registered = await tenant.client.put(
+        "/v1/auth/jwt", json={"issuers": ["https://auth.acme.example"], "public_keys": [pair.jwks]}
+    )
+    assert registered.status_code == 200, registered.text
+    await signed_in(browser, tenant)
+    page = await browser.http.get("/dashboard/jwt")
+    shown = form_values(page.text, "jwt-settings")
+    assert '"kid": "static-1"' in shown["public_keys"]
+
+    response = await browser.post("/dashboard/jwt", {**shown, "audience": "voice.acme.example"})
+
+    assert response.status_code == 303, response.text
+    saved = (await tenant.client.get("/v1/auth/jwt")).json()
+    assert saved["audience"] == "voice.acme.example"
+    assert [key["kid"] for key in saved["keys"]] == ["static-1"]

@@ -3,6 +3,8 @@ conversations and the activity trail."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping, Sequence
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
@@ -41,10 +43,17 @@ async def _jwt_page(
         "jwt.html",
         status=status,
         config=view,
+        # The registered static keys, pre-filled as a JWKS: saving the form unchanged (to
+        # change the audience, say) keeps them instead of failing on an empty box.
+        static_keys=_as_jwks(view.public_keys),
         now=ctx.clock.time(),
         notice=notice(request),
         **extra,
     )
+
+
+def _as_jwks(keys: Sequence[Mapping[str, str]]) -> str:
+    return json.dumps({"keys": [dict(key) for key in keys]}, indent=2) if keys else ""
 
 
 @router.get("/jwt")
