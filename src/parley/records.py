@@ -185,6 +185,12 @@ class Conversation:
     """The template values the conversation used (API.md section 12)."""
     call_info: CallInfo | None = None
     """The phone call carrying the conversation (API.md section 13); None off the phone."""
+    ended_by: str | None = None
+    """Who or what ended it (API.md section 5): `ENDED_BY`; None while it has not ended."""
+    latencies_ms: tuple[int, ...] = ()
+    """Per assistant reply to a user turn: end of the user's speech to its first audio."""
+    interruptions_count: int = 0
+    """How often the user spoke over the assistant."""
 
     @property
     def duration_ms(self) -> int | None:
@@ -192,6 +198,19 @@ class Conversation:
         if self.started_at is None or self.ended_at is None:
             return None
         return round((self.ended_at - self.started_at).total_seconds() * 1000)
+
+
+ENDED_BY = ("user", "assistant", "api", "timeout", "error", "shutdown")
+"""Who or what may end a conversation (API.md section 5)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """How a live conversation went, as its socket saw it: stored when it ends."""
+
+    ended_by: str
+    latencies_ms: tuple[int, ...] = ()
+    interruptions_count: int = 0
 
 
 @dataclass(frozen=True, slots=True)

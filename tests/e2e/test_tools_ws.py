@@ -7,6 +7,7 @@ calls, a real HTTP receiver for webhook tools that checks signatures with the
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import Iterator
@@ -331,7 +332,8 @@ async def test_natural_conversation_ending_ends_after_goodbye_by_assistant(
     assert ws.close_code == 1000
     spoken = " ".join(m["text"] for m in seen if m["type"] == "audio_chunk" and m["text"])
     assert "Goodbye" in spoken
-    assert (await stored(customer, "tools-end"))["status"] == "ended"
+    ended = await stored(customer, "tools-end")
+    assert (ended["status"], ended["ended_by"]) == ("ended", "assistant")
 
 
 async def test_template_variables_fill_prompts_and_are_stored(
@@ -428,3 +430,10 @@ async def test_barge_in_during_sync_tool_interrupts_reply_and_output_still_joins
     conversation = await stored(customer, "tools-barge")
     calls = [c for i in conversation["items"] for c in i["tool_calls"]]
     assert [(c["id"], c["output"]) for c in calls] == [(call["tool_call_id"], {"status": "lost"})]
+    for _ in range(50):  # the server ends it as the socket goes, a moment after the client
+        if conversation["status"] == "ended":
+            break
+        await asyncio.sleep(0.1)
+        conversation = await stored(customer, "tools-barge")
+    assert conversation["ended_by"] == "user"
+    assert conversation["analysis"]["interruptions_count"] == 1

@@ -99,6 +99,35 @@ async def test_voice_spoken_sentence_heard_stored_and_answered_every_format(
         await asyncio.sleep(0.1)
         status, _ = await items(customer, conversation)
     assert status == "ended"
+    outcome = (await customer.api.get(f"/v1/conversations/{conversation}")).json()
+    assert outcome["conversation"]["ended_by"] == "user"  # the client closed
+
+
+async def test_voice_reply_latency_and_interruptions_stored_as_analysis(
+    server: Server, customer: Customer
+) -> None:
+    """API.md section 5: `analysis.latencies_ms` holds, per assistant reply to a user turn,
+    the end of the user's speech to the reply's first audio; a barge-in is an interruption."""
+    fmt = AudioFormat.PCM_16000
+    ws = await open_conversation(server, customer, "analysis-1", fmt)
+    async with ws:
+        for sentence in (speech.SENTENCES[0], speech.SENTENCES[1]):
+            await stream_realtime(ws, speech.stream(fmt, 0.3, speech.spoken(sentence), 1.0))
+            await receive_until(ws, "assistant_finished_speaking", within=60)
+        await ws.send(json.dumps({"type": "say", "text": "A long announcement. " * 8}))
+        await receive_until(ws, "audio_chunk", within=30)
+        await stream_realtime(ws, speech.stream(fmt, 0.1, speech.spoken(speech.SENTENCES[2]), 0.6))
+        await receive_until(ws, "interrupted_response", within=30)
+    for _ in range(50):
+        found = (await customer.api.get("/v1/conversations/analysis-1")).json()["conversation"]
+        if found["status"] == "ended":
+            break
+        await asyncio.sleep(0.1)
+    analysis = found["analysis"]
+    assert len(analysis["latencies_ms"]) >= 2  # one per answered turn (the third may be too)
+    assert all(0 < latency < 5000 for latency in analysis["latencies_ms"]), analysis
+    assert analysis["interruptions_count"] == 1
+    assert found["ended_by"] == "user"
 
 
 async def test_voice_goodbye_ends_conversation_closes_1000_and_status_ended(
@@ -113,6 +142,8 @@ async def test_voice_goodbye_ends_conversation_closes_1000_and_status_ended(
     assert code == 1000
     status, stored = await items(customer, "bye-1")
     assert status == "ended"
+    ended = (await customer.api.get("/v1/conversations/bye-1")).json()["conversation"]
+    assert ended["ended_by"] == "assistant"
     assert stored[0] == ("user", "Thanks, goodbye!")
     with pytest.raises(InvalidStatus) as again:
         await connect(f"{server.ws}/v1/sts/ws?jwt={customer.jwt('bye-1')}")

@@ -270,6 +270,8 @@ async def test_ws_jwt_socket_closes_when_token_expires(server: Server, customer:
         await configure(ws, customer.agent)
         code, reason = await until_closed(ws, within=10)
     assert (code, reason) == (1008, "token expired")
+    ended = (await customer.api.get("/v1/conversations/short")).json()["conversation"]
+    assert (ended["status"], ended["ended_by"]) == ("ended", "timeout")
 
 
 async def test_ws_rest_end_closes_socket_1000(server: Server, customer: Customer) -> None:
@@ -281,6 +283,7 @@ async def test_ws_rest_end_closes_socket_1000(server: Server, customer: Customer
     ended = (await customer.api.get("/v1/conversations/to-end")).json()["conversation"]
     assert ended["status"] == "ended"
     assert ended["ended_at"] is not None
+    assert ended["ended_by"] == "api"
 
 
 async def test_ws_jwt_ends_its_own_conversation_over_rest(

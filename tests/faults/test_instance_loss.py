@@ -66,6 +66,7 @@ async def test_kill_9_then_restart_ends_orphaned_conversation_at_once(tmp_path: 
         ended = await conversation(serve, key, conversation_id)
         assert ended["status"] == "ended"
         assert ended["ended_at"] is not None
+        assert ended["ended_by"] == "shutdown"
         assert any(item["text"] == "Remember me." for item in ended["items"])  # type: ignore[attr-defined]
         with pytest.raises(InvalidStatus) as refused:
             await connect(
@@ -96,6 +97,7 @@ async def test_kill_9_orphan_ended_by_another_instance_on_a_timer(tmp_path: Path
             await asyncio.sleep(0.2)
         waited = time.monotonic() - started
         assert waited >= 1.0  # not before the lease ran out
+        assert (await conversation(second, key, conversation_id))["ended_by"] == "shutdown"
         await ws.close()  # type: ignore[attr-defined]
     finally:
         first.ensure_stopped()
@@ -151,11 +153,11 @@ async def test_sigterm_stops_within_5s_closing_sockets_1001_and_ending_conversat
         with sqlite3.connect(tmp_path / "parley.db") as db:
             statuses = {
                 conversation_id: db.execute(
-                    "SELECT status FROM conversations WHERE id = ?", (conversation_id,)
-                ).fetchone()[0]
+                    "SELECT status, ended_by FROM conversations WHERE id = ?", (conversation_id,)
+                ).fetchone()
                 for _, conversation_id in opened
             }
-        assert set(statuses.values()) == {"ended"}, statuses
+        assert set(statuses.values()) == {("ended", "shutdown")}, statuses
         for ws, _ in opened:
             await ws.close()  # type: ignore[attr-defined]
     finally:

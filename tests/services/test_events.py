@@ -22,6 +22,7 @@ from parley.records import (
     CallInfo,
     Conversation,
     ConversationItem,
+    Outcome,
     ProjectRef,
     TemplateVariable,
     ToolCall,
@@ -122,8 +123,12 @@ async def test_conversation_started_and_ended_events(ctx: Context) -> None:
     await conversations.add_item(
         ctx, org_id=org.id, conversation_id=live.id, role="user", text="Hello"
     )
-    await conversations.finish_live(ctx, org_id=org.id, conversation_id=live.id)
-    await conversations.finish_live(ctx, org_id=org.id, conversation_id=live.id)  # no 2nd event
+    await conversations.finish_live(
+        ctx, org_id=org.id, conversation_id=live.id, outcome=Outcome("user")
+    )
+    await conversations.finish_live(
+        ctx, org_id=org.id, conversation_id=live.id, outcome=Outcome("user")
+    )  # no 2nd event
     await conversations.end_conversation(
         ctx, org_id=org.id, conversation_id=live.id, actor=OPERATOR
     )

@@ -11,6 +11,7 @@ from parley.api.schemas import (
     CallInfoOut,
     ConversationItemOut,
     ConversationOut,
+    EndedBy,
     JwtConfigOut,
     JwtKeyOut,
     ProjectRefOut,
@@ -44,9 +45,8 @@ def jwt_config_out(view: JwtConfigView) -> JwtConfigOut:
 def conversation_out(conversation: Conversation) -> ConversationOut:
     """The conversation as API.md section 5 shows it.
 
-    `ended_by` is null and `analysis` is empty until the conversation records them (later
-    issues); the members are there so clients can rely on them. `call_info` is set for
-    phone calls (API.md section 13).
+    `ended_by` is null until the conversation ends; `analysis` holds what its socket
+    measured (stored when it ends). `call_info` is set for phone calls (API.md section 13).
     """
     agent = conversation.agent
     project = conversation.project
@@ -59,11 +59,14 @@ def conversation_out(conversation: Conversation) -> ConversationOut:
         external_id=conversation.external_id,
         started_at=isoformat(conversation.started_at) if conversation.started_at else None,
         ended_at=isoformat(conversation.ended_at) if conversation.ended_at else None,
-        ended_by=None,
+        ended_by=cast(EndedBy | None, conversation.ended_by),
         duration_ms=conversation.duration_ms,
         call_info=call_info_out(conversation.call_info),
         template_variables=dict(conversation.template_variables),
-        analysis=AnalysisOut(latencies_ms=[], interruptions_count=0),
+        analysis=AnalysisOut(
+            latencies_ms=list(conversation.latencies_ms),
+            interruptions_count=conversation.interruptions_count,
+        ),
         created_at=isoformat(conversation.created_at),
         items=[
             ConversationItemOut(

@@ -46,7 +46,13 @@ async def conversation_socket(websocket: WebSocket) -> None:
     socket = _Socket(websocket)
     factory: EngineFactory = websocket.app.state.engine_factory
     session = live.LiveSession(
-        ctx, factory, handshake, live.ParleyCodec(), send=socket.send, close=socket.close
+        ctx,
+        factory,
+        handshake,
+        live.ParleyCodec(),
+        send=socket.send,
+        close=socket.close,
+        disconnect_code=socket.disconnect_code,
     )
     await session.run(socket.receive)
 
@@ -57,6 +63,11 @@ class _Socket:
     def __init__(self, websocket: WebSocket) -> None:
         self._websocket = websocket
         self._gone = False
+        self._disconnect_code: int | None = None
+
+    def disconnect_code(self) -> int | None:
+        """The close code the socket went away with (1001: the server is shutting down)."""
+        return self._disconnect_code
 
     async def receive(self) -> str | bytes | None:
         """Return the next frame, or None once the client has disconnected."""
@@ -65,6 +76,7 @@ class _Socket:
         message = await self._websocket.receive()
         if message["type"] == "websocket.disconnect":
             self._gone = True
+            self._disconnect_code = message.get("code")
             return None
         text: str | None = message.get("text")
         return text if text is not None else message.get("bytes") or b""

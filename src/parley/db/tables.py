@@ -214,6 +214,11 @@ class ConversationRow(Base):
     """A phone call's caller, as the carrier gave it (API.md section 13's `call_info`)."""
     to_phone_number: Mapped[str | None] = mapped_column(String(64))
     twilio_call_sid: Mapped[str | None] = mapped_column(String(64))
+    ended_by: Mapped[str | None] = mapped_column(String(16))
+    """user, assistant, api, timeout, error or shutdown (API.md section 5)."""
+    latencies_ms: Mapped[list[int]] = mapped_column(JSON, server_default="[]")
+    """Per reply to a user turn: end of the user's speech to the reply's first audio."""
+    interruptions_count: Mapped[int] = mapped_column(Integer, server_default="0")
 
     __table_args__ = (
         Index("ix_conversations_org_id_created_at", "org_id", "created_at"),

@@ -26,7 +26,7 @@ from parley.errors import (
     ValidationFailed,
 )
 from parley.ids import CONVERSATION_ID_RULE, is_valid_conversation_id, new_id
-from parley.records import Actor, Agent, Conversation, Page, ToolCall
+from parley.records import Actor, Agent, Conversation, Outcome, Page, ToolCall
 from parley.services import audit, events, revocations
 from parley.services.agents import find_agent
 from parley.services.context import Context
@@ -135,7 +135,7 @@ async def end_conversation(
         found = await conversation_repo.find(session, org_id, conversation_id, for_update=True)
         if found is None:
             raise ConversationNotFound()
-        await conversation_repo.end(session, found, at=utcnow(ctx.clock))
+        await conversation_repo.end(session, found, at=utcnow(ctx.clock), ended_by="api")
         if found.status != "ended":
             await announce_ended(session, ctx, org_id=org_id, conversation_id=conversation_id)
         await audit.record(
@@ -240,14 +240,31 @@ async def check_can_open(
         raise ConversationEnded()
 
 
-async def finish_live(ctx: Context, *, org_id: str, conversation_id: str) -> None:
-    """Mark a conversation ended when its socket closes (its start_live succeeded)."""
+async def finish_live(ctx: Context, *, org_id: str, conversation_id: str, outcome: Outcome) -> None:
+    """Mark a conversation ended when its socket closes (its start_live succeeded), with how
+    it went; an end that came first (`POST …/end`, an orphan's) keeps its own `ended_by`."""
     metrics.conversation_ended()
     async with ctx.db.transaction() as session:
         found = await conversation_repo.find(session, org_id, conversation_id, for_update=True)
         if found is not None and found.status != "ended":
-            await conversation_repo.end(session, found, at=utcnow(ctx.clock))
+            await conversation_repo.end(
+                session,
+                found,
+                at=utcnow(ctx.clock),
+                ended_by=outcome.ended_by,
+                latencies_ms=outcome.latencies_ms,
+                interruptions_count=outcome.interruptions_count,
+            )
             await announce_ended(session, ctx, org_id=org_id, conversation_id=conversation_id)
+        elif found is not None and (outcome.latencies_ms or outcome.interruptions_count):
+            # Ended from elsewhere first (`POST …/end`): its `ended_by` stands, and the
+            # socket still adds what it measured.
+            await conversation_repo.set_analysis(
+                session,
+                found,
+                latencies_ms=outcome.latencies_ms,
+                interruptions_count=outcome.interruptions_count,
+            )
 
 
 async def announce_ended(

@@ -52,11 +52,14 @@ def conversation_json(conversation: Conversation) -> JsonObject:
         "external_id": conversation.external_id,
         "started_at": _iso(conversation.started_at),
         "ended_at": _iso(conversation.ended_at),
-        "ended_by": None,
+        "ended_by": conversation.ended_by,
         "duration_ms": conversation.duration_ms,
         "call_info": call_info_json(conversation.call_info),
         "template_variables": dict(conversation.template_variables),
-        "analysis": {"latencies_ms": [], "interruptions_count": 0},
+        "analysis": {
+            "latencies_ms": list(conversation.latencies_ms),
+            "interruptions_count": conversation.interruptions_count,
+        },
         "created_at": isoformat(conversation.created_at),
         "items": [
             {

@@ -51,6 +51,9 @@ class ConversationState:
     from_phone_number: str | None = None
     to_phone_number: str | None = None
     twilio_call_sid: str | None = None
+    ended_by: str | None = None
+    latencies_ms: tuple[int, ...] = ()
+    interruptions_count: int = 0
 
 
 COLUMNS = tuple(field.name for field in fields(ConversationState))
@@ -74,6 +77,9 @@ def to_state(row: ConversationRow) -> ConversationState:
         from_phone_number=row.from_phone_number,
         to_phone_number=row.to_phone_number,
         twilio_call_sid=row.twilio_call_sid,
+        ended_by=row.ended_by,
+        latencies_ms=tuple(row.latencies_ms or ()),
+        interruptions_count=row.interruptions_count or 0,
     )
 
 
@@ -105,6 +111,9 @@ def to_record(
         items=tuple(items),
         template_variables=dict(row.template_variables or {}),
         call_info=_call_info(row),
+        ended_by=row.ended_by,
+        latencies_ms=tuple(row.latencies_ms or ()),
+        interruptions_count=row.interruptions_count or 0,
     )
 
 
@@ -285,16 +294,45 @@ async def go_live(
     return new
 
 
-async def end(session: AsyncSession, state: ConversationState, *, at: datetime) -> None:
-    """Mark a conversation `ended` at `at`, unless it already is (idempotent)."""
+async def end(
+    session: AsyncSession,
+    state: ConversationState,
+    *,
+    at: datetime,
+    ended_by: str,
+    latencies_ms: Sequence[int] = (),
+    interruptions_count: int = 0,
+) -> None:
+    """Mark a conversation `ended` at `at` by `ended_by`, with how it went, unless it
+    already is (idempotent: the first end decides)."""
     if state.status != "ended":
-        await _write_changes(session, state, replace(state, status="ended", ended_at=at))
+        ended = replace(
+            state,
+            status="ended",
+            ended_at=at,
+            ended_by=ended_by,
+            latencies_ms=tuple(latencies_ms),
+            interruptions_count=interruptions_count,
+        )
+        await _write_changes(session, state, ended)
 
 
 async def set_external_id(
     session: AsyncSession, state: ConversationState, external_id: str
 ) -> None:
     await _write_changes(session, state, replace(state, external_id=external_id))
+
+
+async def set_analysis(
+    session: AsyncSession,
+    state: ConversationState,
+    *,
+    latencies_ms: Sequence[int],
+    interruptions_count: int,
+) -> None:
+    """Store how a conversation went (its socket measured it), whoever ended it."""
+    new = replace(state, latencies_ms=tuple(latencies_ms), interruptions_count=interruptions_count)
+    await _write_changes(session, state, new)
 
 
 async def set_template_variables(
@@ -467,7 +505,7 @@ async def end_live_where(
     statement = (
         update(ConversationRow)
         .where(ConversationRow.status == "live", or_(*conditions))
-        .values(status="ended", ended_at=at)
+        .values(status="ended", ended_at=at, ended_by="shutdown")
         .returning(ConversationRow.org_id, ConversationRow.id)
         .execution_options(synchronize_session=False)
     )

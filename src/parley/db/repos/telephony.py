@@ -145,7 +145,7 @@ async def end_unanswered_calls(session: AsyncSession, *, at: datetime) -> list[t
     result = await session.execute(
         update(ConversationRow)
         .where(ConversationRow.status == "pending", expired)
-        .values(status="ended", ended_at=at)
+        .values(status="ended", ended_at=at, ended_by="timeout")
         .returning(ConversationRow.org_id, ConversationRow.id)
         .execution_options(synchronize_session=False)
     )

@@ -8,6 +8,7 @@ from dataclasses import replace
 from parley import engine
 from parley.services import conversations
 from parley.services.context import Context
+from parley.services.live.analysis import TurnAnalysis
 from parley.services.live.tools import ConversationTools, Emit
 
 
@@ -37,9 +38,12 @@ class Relay:
         self._conversation_id = conversation_id
         self._emit = emit
         self._spoken: list[str] = []
+        self.analysis = TurnAnalysis(ctx.clock)
+        """The conversation's figures so far (stored when it ends)."""
 
     async def relay(self, event: engine.EngineEvent) -> None:
         """Store what the event says, then emit it (a tool call under its public ID)."""
+        self.analysis.observe(event)
         match event:
             case engine.InputText(text=text):
                 await self.store("user", text)

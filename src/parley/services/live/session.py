@@ -30,7 +30,7 @@ from parley.errors import (
     ParleyError,
     ValidationFailed,
 )
-from parley.records import Agent, Conversation
+from parley.records import Agent, Conversation, Outcome
 from parley.services import agents, conversations, templates
 from parley.services.context import Context
 from parley.services.live import codec
@@ -84,9 +84,13 @@ class LiveSession:
         send: Send,
         close: Close,
         config_timeout: float = CONFIG_TIMEOUT_SECONDS,
+        disconnect_code: Callable[[], int | None] | None = None,
     ) -> None:
+        """`disconnect_code` tells the close code of a socket that went away (1001: the
+        server is shutting down), so the conversation's `ended_by` says `shutdown`."""
         self._ctx = ctx
         self._config_timeout = config_timeout
+        self._disconnect_code = disconnect_code
         self._factory = factory
         self._handshake = handshake
         self._codec = wire
@@ -103,16 +107,21 @@ class LiveSession:
         self._stopped = asyncio.Event()
         self._marked = asyncio.Event()
         self._closing: tuple[int, str] | None = None
+        self._ended_by = "user"
 
     @property
     def conversation_id(self) -> str | None:
         """The conversation, once configured."""
         return self._conversation.id if self._conversation is not None else None
 
-    def end(self, code: int, reason: str) -> None:
-        """Decide that the socket ends (the first decision wins) and stop the session."""
+    def end(self, code: int, reason: str, *, by: str | None = None) -> None:
+        """Decide that the socket ends (the first decision wins) and stop the session.
+
+        `by` is who or what ended the conversation (API.md section 5's `ended_by`); when not
+        given it follows from the close code (`ended_by_for`)."""
         if self._closing is None:
             self._closing = (code, reason)
+            self._ended_by = by or ended_by_for(code, reason)
         self._stopped.set()
 
     async def run(self, receive: Receive, *, opening: Sequence[codec.Inbound] = ()) -> None:
@@ -175,7 +184,8 @@ class LiveSession:
                 self.end(1008, "config timeout")
                 return
             if data is None:
-                self.end(1000, "")
+                gone = self._disconnect_code() if self._disconnect_code else None
+                self.end(1000, "", by="shutdown" if gone == GOING_AWAY else "user")
                 return
             if len(data) > codec.MAX_FRAME_BYTES:
                 self.end(1009, "message too big")
@@ -214,7 +224,7 @@ class LiveSession:
                 await relay.relay(event)
                 if isinstance(event, engine.AssistantEndedConversation):
                     await self._await_playback()
-                    self.end(1000, "conversation ended")
+                    self.end(1000, "conversation ended", by="assistant")
                     return
 
     async def _await_playback(self) -> None:
@@ -248,10 +258,16 @@ class LiveSession:
         """Mark the conversation ended (the engine was closed when its task stopped)."""
         if self._conversation is not None:
             try:
+                analysis = self._relay.analysis if self._relay is not None else None
                 await conversations.finish_live(
                     self._ctx,
                     org_id=self._handshake.principal.org_id,
                     conversation_id=self._conversation.id,
+                    outcome=Outcome(
+                        ended_by=self._ended_by,
+                        latencies_ms=tuple(analysis.latencies_ms) if analysis else (),
+                        interruptions_count=analysis.interruptions_count if analysis else 0,
+                    ),
                 )
             except ParleyError:
                 log.exception("could not mark conversation %s ended", self._conversation.id)
@@ -437,6 +453,28 @@ class _Setup:
             tools=found,
             ends_conversation=ends,
         )
+
+
+GOING_AWAY = 1001
+"""The close code of a socket the server closes as it shuts down (api/ws_protocol.py)."""
+
+_ENDED_BY_REASON = {
+    "token expired": "timeout",
+    "config timeout": "timeout",
+    "session token revoked": "api",
+    "conversation ended": "api",
+}
+
+
+def ended_by_for(code: int, reason: str) -> str:
+    """Who ended a conversation whose socket closes with (code, reason), when the closer did
+    not say: the watchdog's reasons map to `timeout` or `api`; 1000 is the user leaving;
+    1001 the server going away; anything else (1008 refusals, 1009, 1011) an error."""
+    if reason in _ENDED_BY_REASON:
+        return _ENDED_BY_REASON[reason]
+    if code == 1000:
+        return "user"
+    return "shutdown" if code == GOING_AWAY else "error"
 
 
 def _given(value: T | None, default: T) -> T:
