@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from fastapi import FastAPI
 
-from parley.records import ToolCall
+from parley.records import Outcome, ToolCall
 from parley.services import conversations
 from tests.types import MakeAgent, Tenant
 from tests.web.helpers import Browser, text_of
@@ -83,3 +83,28 @@ async def test_transcript_without_tool_calls_or_values_shows_none(
     assert page.status_code == 200
     assert text_of(page.text, "template-variables") == "None used."
     assert "tool-calls" not in page.text
+
+
+async def test_transcript_shows_outcome_ended_by_duration_latencies_interruptions(
+    app: FastAPI, tenant: Tenant, browser: Browser, make_agent: MakeAgent
+) -> None:
+    """#20: the outcome of a conversation is shown on its transcript page."""
+    ctx = app.state.context
+    agent = await make_agent(tenant)
+    await conversations.start_live(
+        ctx, org_id=tenant.org.id, conversation_id="outcome-1", create_if_missing=True,
+        agent=agent["id"], project=None, end_user=None,
+    )  # fmt: skip
+    await conversations.finish_live(
+        ctx, org_id=tenant.org.id, conversation_id="outcome-1",
+        outcome=Outcome("assistant", latencies_ms=(312, 405), interruptions_count=2),
+    )  # fmt: skip
+    await browser.sign_in(tenant.api_key)
+
+    page = await browser.http.get("/dashboard/conversations/outcome-1")
+
+    assert page.status_code == 200
+    assert text_of(page.text, "ended-by") == "assistant"
+    assert text_of(page.text, "duration").endswith(" s")
+    assert text_of(page.text, "latencies") == "312 ms, 405 ms"
+    assert text_of(page.text, "interruptions") == "2"
