@@ -41,6 +41,15 @@ STEPS: Final = (
 _QUOTE_LIMIT = 80
 
 
+STATUS_LABELS: Final[dict[str, str]] = {
+    "passed": "passed",
+    "failed": "failed",
+    "skipped": "skipped",
+    "not_run": "not run",
+}
+"""Each status in words, for a person (the dashboard)."""
+
+
 @dataclass(frozen=True, slots=True)
 class StepResult:
     step: int
@@ -48,6 +57,11 @@ class StepResult:
     status: StepStatus
     code: str | None
     reason: str
+
+    @property
+    def status_label(self) -> str:
+        """The status in words (`not run`, not `not_run`)."""
+        return STATUS_LABELS[self.status]
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from fastapi.routing import APIRoute
+from markupsafe import Markup, escape
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.templating import Jinja2Templates
@@ -49,6 +50,16 @@ def status_for(error: errors.ParleyError) -> int:
     return 500
 
 
+def code_spans(text: str) -> Markup:
+    """Escape `text` and show its `backticked` parts as code (the token checker's reasons
+    quote values that way)."""
+    parts = str(escape(text)).split("`")
+    if len(parts) % 2 == 0:  # an unpaired backtick: show the text as it is
+        return Markup("`".join(parts))  # noqa: S704 - every part was escaped above
+    shown = (f"<code>{part}</code>" if index % 2 else part for index, part in enumerate(parts))
+    return Markup("".join(shown))  # noqa: S704 - every part was escaped above
+
+
 def _when(value: datetime | float | None) -> str:
     if value is None:
         return "—"
@@ -58,6 +69,7 @@ def _when(value: datetime | float | None) -> str:
 
 templates.env.filters["when"] = _when
 templates.env.filters["json"] = pretty_json
+templates.env.filters["code_spans"] = code_spans
 templates.env.filters["masked_headers"] = masked_headers
 templates.env.globals["form_state"] = form_state
 templates.env.globals["variable_rows"] = variable_rows
@@ -142,6 +154,11 @@ NOTICES = {
     "conversation_ended": "Conversation ended.",
     "tool_updated": "Tool saved.",
     "tool_deleted": "Tool deleted.",
+    "phone_saved": "Twilio account saved: calls to your numbers are checked with its token.",
+    "phone_deleted": "Twilio account deleted: calls to your numbers are refused from now.",
+    "webhook_updated": "Webhook saved.",
+    "webhook_deleted": "Webhook deleted, with its deliveries.",
+    "delivery_retried": "Delivery sent again.",
 }
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, FastAPI, Request
@@ -15,7 +16,7 @@ from parley.records import UNSET, Agent, AgentPatch, AgentSpec
 from parley.services import agents
 from parley.services import dashboard as dashboard_service
 from parley.services.voices import cached_catalog, list_voices
-from parley.web import agent_forms, forms, pages, tools
+from parley.web import agent_forms, forms, pages, phone, tools, webhooks
 from parley.web.form_state import FORM_ERRORS, FailedForm
 from parley.web.render import (
     HERE,
@@ -58,7 +59,11 @@ def install_dashboard(app: FastAPI, *, secure_cookies: bool) -> None:
     app.include_router(router)
     app.include_router(pages.router)
     app.include_router(tools.router)
+    app.include_router(webhooks.router)
+    app.include_router(phone.router)
     app.mount("/dashboard/static", StaticFiles(directory=HERE / "static"), name="dashboard")
+    # Browsers ask every page's origin for /favicon.ico: answer it (an SVG) rather than 404.
+    app.add_api_route("/favicon.ico", _favicon, methods=["GET"], include_in_schema=False)
     app.add_middleware(DashboardHeadersMiddleware)
 
 
@@ -133,6 +138,19 @@ async def sign_out(request: Request, signed_in: SignedIn, _form: CheckedForm) ->
     response = RedirectResponse(SIGN_IN_PATH, status_code=303)
     clear_cookie(response, SESSION_COOKIE, secure=_secure(request))
     return response
+
+
+@cache
+def _favicon_bytes() -> bytes:
+    return (HERE / "static" / "favicon.svg").read_bytes()
+
+
+async def _favicon() -> Response:
+    return Response(
+        _favicon_bytes(),
+        media_type="image/svg+xml",
+        headers={"Cache-Control": "public, max-age=86400"},
+    )
 
 
 # --- agents -----------------------------------------------------------------------------
