@@ -58,7 +58,9 @@ async def create_conversation(
     if conversation_id is not None:
         check_conversation_id(conversation_id)
     async with ctx.db.transaction(conversation_repo.UNIQUE_VIOLATIONS) as session:
-        found = await find_agent(session, org_id, agent, project)
+        # The agent's row lock orders this create against a disable (API.md section 4:
+        # disable wins every race): one waiting on the lock sees the disable and answers 409.
+        found = await find_agent(session, org_id, agent, project, for_update=True)
         if found.disabled_at is not None:
             raise AgentDisabled("The agent is disabled: it cannot start conversations.")
         new = conversation_id or new_id("conv")
