@@ -1,9 +1,9 @@
-.PHONY: serve test check lint install
+.PHONY: serve test check lint install install-runtime
 
-serve:  ## serve on 127.0.0.1:8000 (or PORT) with embedded SQLite
+serve:  ## serve on 127.0.0.1:8000 (or PORT) with embedded SQLite; installs the runtime only
 	scripts/serve $(if $(PORT),--port $(PORT))
 
-test:  ## run every test (SQLite, PostgreSQL, Redis)
+test:  ## run every test (SQLite, PostgreSQL, Redis); installs the development tools too
 	scripts/test
 
 check:  ## format check, ruff, mypy --strict, import contracts
@@ -12,5 +12,8 @@ check:  ## format check, ruff, mypy --strict, import contracts
 lint:
 	scripts/lint
 
-install:
+install:  ## .venv with the development tools (install-runtime: without them)
 	scripts/install
+
+install-runtime:
+	scripts/install --runtime
