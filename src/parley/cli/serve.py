@@ -6,10 +6,12 @@ import gc
 import logging
 import os
 import shutil
+import signal
 import socket
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
+from types import FrameType
 from typing import TYPE_CHECKING
 
 import typer
@@ -74,7 +76,7 @@ def serve(
         # conversations at once (services/instances.py). Workers each get a fresh name.
         os.environ["PARLEY_INSTANCE_ID"] = f"{socket.gethostname()[:64]}:{port}"
     configure_logging(settings.log_level)
-    with shared_metrics_directory(enabled=settings.metrics and workers > 1):
+    with shared_metrics_directory(enabled=settings.metrics and workers > 1), clean_sigterm_exit():
         _run_uvicorn(host=host, port=port, workers=workers, settings=settings)
 
 
@@ -103,6 +105,26 @@ def _run_uvicorn(*, host: str, port: int, workers: int, settings: Settings) -> N
         # running after this long is cut off, so the process always stops.
         timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
     )
+
+
+@contextmanager
+def clean_sigterm_exit() -> Iterator[None]:
+    """Exit with status 0 when SIGTERM stops the server, instead of dying by the signal.
+
+    uvicorn shuts down gracefully on SIGTERM, then restores the previous handler and raises
+    the signal again, so the default handler killed the process (status -15) and process
+    supervisors counted every clean stop as a failure. The handler installed here turns
+    that re-raised signal (or one arriving before uvicorn listens) into exit status 0.
+    """
+
+    def exit_cleanly(signum: int, frame: FrameType | None) -> None:  # noqa: ARG001
+        raise SystemExit(0)
+
+    previous = signal.signal(signal.SIGTERM, exit_cleanly)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 @contextmanager
