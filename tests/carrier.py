@@ -14,15 +14,24 @@ echo marks only once the audio before them has played, honour `clear`, send DTMF
 
 from __future__ import annotations
 
+import asyncio
+import base64
+import collections
+import contextlib
+import json
 import secrets
+import time
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import urlencode, urlsplit
 
 import httpx
 import numpy as np
 import numpy.typing as npt
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosed
 
 from parley.engine import AudioFormat, Samples
 from parley.engine.audio import mulaw_decode as _engine_mulaw_decode
@@ -185,11 +194,265 @@ def phone_frames(*parts: Samples | float) -> list[bytes]:
 
 
 # === Part 2: the media socket (Twilio Media Streams) ==================================
-#
-# To be written with GET /v1/telephony/twilio/media: a `MediaStream` that connects to the
-# `Twiml.stream_url` (over the test's loopback server), sends `connected` and `start` (with
-# `customParameters` = `Twiml.parameters`, a `streamSid` "MZ…" and `callSid`), streams
-# `phone_frames(...)` as `media` events at real-time pace (one per 20 ms, `sequenceNumber`
-# and `chunk` as strings, `timestamp` in ms), plays the received `media` at real-time pace,
-# echoes each `mark` only once the audio queued before it has played, drops queued audio
-# (and echoes its marks at once, as Twilio does) on `clear`, sends `dtmf` digits and `stop`.
+
+
+@dataclass
+class Heard:
+    """What the caller's side received and played, with monotonic times."""
+
+    played: list[tuple[float, bytes]] = field(default_factory=list)
+    """Each 20 ms frame of the agent's audio, when its playback started (as scheduled: the
+    event loop may wake a few ms late, the carrier's clock does not)."""
+    first_media_at: list[float] = field(default_factory=list)
+    """When each answer's first `media` frame arrived (after silence or a `clear`)."""
+    marks_echoed: list[tuple[float, str]] = field(default_factory=list)
+    clears: list[float] = field(default_factory=list)
+    bad_frames: list[str] = field(default_factory=list)
+    """Frames from the server that are not Twilio's outbound shapes."""
+
+    def played_seconds(self, until: float | None = None) -> float:
+        return FRAME_MS / 1000 * sum(1 for at, _ in self.played if until is None or at < until)
+
+
+class MediaStream:
+    """One call's media stream, as Twilio runs it (see the module doc, part 2).
+
+    Open with `MediaStream.open(url, parameters)`; it sends `connected` and `start`, then
+    sends a `media` frame every 20 ms (the caller's speech when `speak` queued some, mu-law
+    silence otherwise), plays the agent's `media` in real time, echoes each `mark` once the
+    audio queued before it has played, and on `clear` drops what is queued (echoing its
+    marks at once, as Twilio does). `close()` ends it (with `stop` first unless hung up by
+    the server).
+    """
+
+    def __init__(self, ws: ClientConnection, *, stream_sid: str, call_sid: str) -> None:
+        self.ws = ws
+        self.stream_sid = stream_sid
+        self.call_sid = call_sid
+        self.heard = Heard()
+        self.closed: asyncio.Future[tuple[int, str]] = asyncio.get_running_loop().create_future()
+        self._speech: collections.deque[bytes] = collections.deque()
+        self._spoken = asyncio.Event()
+        self._queue: collections.deque[bytes | str] = collections.deque()  # audio or a mark
+        self._queued = asyncio.Event()
+        self._sequence = 1
+        self._chunk = 0
+        self._tasks: list[asyncio.Task[None]] = []
+        self.last_speech_sent_at = 0.0
+        self.speech_started_at: float | None = None
+
+    @classmethod
+    async def open(
+        cls,
+        url: str,
+        parameters: Mapping[str, str],
+        *,
+        call_sid: str | None = None,
+        connected: bool = True,
+    ) -> MediaStream:
+        ws = await connect(url, max_size=2**20)
+        stream = cls(
+            ws, stream_sid="MZ" + secrets.token_hex(16), call_sid=call_sid or new_call_sid()
+        )
+        if connected:
+            await stream.send({"event": "connected", "protocol": "Call", "version": "1.0.0"})
+        await stream.send(stream.start_frame(parameters))
+        stream._tasks = [
+            asyncio.create_task(stream._read()),
+            asyncio.create_task(stream._play()),
+            asyncio.create_task(stream._talk()),
+        ]
+        return stream
+
+    def start_frame(self, parameters: Mapping[str, str]) -> dict[str, Any]:
+        start = {
+            "accountSid": "AC" + "0" * 32,
+            "streamSid": self.stream_sid,
+            "callSid": self.call_sid,
+            "tracks": ["inbound"],
+            "mediaFormat": {"encoding": "audio/x-mulaw", "sampleRate": 8000, "channels": 1},
+            "customParameters": dict(parameters),
+        }
+        return {
+            "event": "start",
+            "sequenceNumber": "1",
+            "start": start,
+            "streamSid": self.stream_sid,
+        }
+
+    async def send(self, frame: Mapping[str, Any] | str | bytes) -> None:
+        """Send one frame (a dict as JSON); a gone socket drops it."""
+        data = frame if isinstance(frame, str | bytes) else json.dumps(frame)
+        with contextlib.suppress(ConnectionClosed):
+            await self.ws.send(data)
+
+    def _next_sequence(self) -> str:
+        self._sequence += 1
+        return str(self._sequence)
+
+    async def speak(self, frames: Sequence[bytes]) -> float:
+        """Queue the caller's frames, wait until they are sent in real time; return when the
+        last was sent (monotonic)."""
+        self._spoken.clear()
+        self.speech_started_at = None
+        self._speech.extend(frames)
+        await asyncio.wait_for(self._spoken.wait(), FRAME_MS / 1000 * len(frames) + 30)
+        return self.last_speech_sent_at
+
+    async def press(self, digits: str, *, gap: float = 0.15) -> None:
+        """Send DTMF keys, `gap` seconds apart."""
+        for digit in digits:
+            dtmf = {"track": "inbound_track", "digit": digit}
+            await self.send(
+                {
+                    "event": "dtmf",
+                    "streamSid": self.stream_sid,
+                    "sequenceNumber": self._next_sequence(),
+                    "dtmf": dtmf,
+                }
+            )
+            await asyncio.sleep(gap)
+
+    async def stop(self) -> None:
+        """Hang up as the caller: `stop`, then close the socket."""
+        stop = {"accountSid": "AC" + "0" * 32, "callSid": self.call_sid}
+        await self.send(
+            {
+                "event": "stop",
+                "streamSid": self.stream_sid,
+                "sequenceNumber": self._next_sequence(),
+                "stop": stop,
+            }
+        )
+        await self.close()
+
+    async def close(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.ws.close()
+
+    async def wait_closed(self, within: float) -> tuple[int, str]:
+        """The close code and reason the server closed the stream with."""
+        return await asyncio.wait_for(asyncio.shield(self.closed), within)
+
+    async def wait_played(self, seconds: float, within: float) -> None:
+        """Wait until `seconds` of the agent's audio have played."""
+        loop = asyncio.get_running_loop()
+        until = loop.time() + within
+        while self.heard.played_seconds() < seconds:
+            assert loop.time() < until, f"played {self.heard.played_seconds():.2f} s"
+            await asyncio.sleep(0.02)
+
+    async def wait_silent(self, within: float, quiet: float = 0.5) -> None:
+        """Wait until nothing was played for `quiet` seconds and nothing is queued."""
+        loop = asyncio.get_running_loop()
+        until = loop.time() + within
+        while True:
+            last = self.heard.played[-1][0] if self.heard.played else 0.0
+            if not self._queue and time.monotonic() - last >= quiet:
+                return
+            assert loop.time() < until, "still playing"
+            await asyncio.sleep(0.05)
+
+    # --- the carrier's three loops --------------------------------------------------------
+
+    async def _talk(self) -> None:
+        """Send a `media` frame every 20 ms: queued speech, else silence (as Twilio does)."""
+        started = time.monotonic()
+        tick = 0
+        while True:
+            speaking = bool(self._speech)
+            if speaking and self.speech_started_at is None:
+                self.speech_started_at = time.monotonic()
+            frame = self._speech.popleft() if speaking else b"\xff" * FRAME_BYTES
+            self._chunk += 1
+            media = {
+                "track": "inbound",
+                "chunk": str(self._chunk),
+                "timestamp": str(self._chunk * FRAME_MS),
+                "payload": base64.b64encode(frame).decode("ascii"),
+            }
+            await self.send(
+                {
+                    "event": "media",
+                    "sequenceNumber": self._next_sequence(),
+                    "media": media,
+                    "streamSid": self.stream_sid,
+                }
+            )
+            if speaking and not self._speech:  # the last frame queued was just sent
+                self.last_speech_sent_at = time.monotonic()
+                self._spoken.set()
+            tick += 1
+            await asyncio.sleep(max(0.0, started + tick * FRAME_MS / 1000 - time.monotonic()))
+
+    async def _read(self) -> None:
+        """Take the server's frames: queue audio and marks, honour `clear`."""
+        try:
+            async for data in self.ws:
+                self._take(data)
+        except ConnectionClosed:
+            pass
+        finally:
+            if not self.closed.done():
+                code = self.ws.close_code
+                self.closed.set_result(
+                    (code if code is not None else 1006, self.ws.close_reason or "")
+                )
+
+    def _take(self, data: str | bytes) -> None:
+        try:
+            frame = json.loads(data)
+            event = frame["event"]
+            assert frame["streamSid"] == self.stream_sid
+        except (ValueError, KeyError, TypeError, AssertionError):
+            self.heard.bad_frames.append(repr(data)[:200])
+            return
+        if event == "media" and set(frame) == {"event", "streamSid", "media"}:
+            payload = base64.b64decode(frame["media"]["payload"])
+            if not any(isinstance(item, bytes) for item in self._queue):
+                self.heard.first_media_at.append(time.monotonic())
+            self._queue.append(payload)
+        elif event == "mark" and set(frame) == {"event", "streamSid", "mark"}:
+            self._queue.append(str(frame["mark"]["name"]))
+        elif event == "clear" and set(frame) == {"event", "streamSid"}:
+            self.heard.clears.append(time.monotonic())
+            marks = [item for item in self._queue if isinstance(item, str)]
+            self._queue.clear()
+            for name in marks:  # Twilio echoes the marks of cleared audio at once
+                self._echo(name)
+        else:
+            self.heard.bad_frames.append(repr(data)[:200])
+        self._queued.set()
+
+    def _echo(self, name: str) -> None:
+        self.heard.marks_echoed.append((time.monotonic(), name))
+        mark = {
+            "event": "mark",
+            "sequenceNumber": self._next_sequence(),
+            "streamSid": self.stream_sid,
+            "mark": {"name": name},
+        }
+        asyncio.get_running_loop().create_task(self.send(mark))
+
+    async def _play(self) -> None:
+        """Play queued audio in real time; echo a mark once the audio before it has played."""
+        frame_s = FRAME_MS / 1000
+        next_at: float | None = None
+        while True:
+            if not self._queue:
+                self._queued.clear()
+                await self._queued.wait()
+                continue
+            now = time.monotonic()
+            if next_at is None or next_at < now - frame_s:
+                next_at = now  # playback (re)starts: the buffer had run dry
+            await asyncio.sleep(max(0.0, next_at - now))  # the frame before has played
+            while self._queue and isinstance(self._queue[0], str):
+                self._echo(str(self._queue.popleft()))
+            if self._queue:
+                item = self._queue.popleft()
+                assert isinstance(item, bytes)
+                self.heard.played.append((next_at, item))  # its scheduled start
+                next_at += frame_s
