@@ -12,7 +12,7 @@ What it does not do: install from scratch. The clone's `.venv` is a link to this
 (installing takes minutes), so the code that serves is the one installed there, and
 `scripts/install` is kept from reinstalling into it. Port 8000 may be in use on a shared
 machine, so the server runs on a free port (`make serve PORT=…`, as the README allows) and
-the URLs of the README are rewritten to it.
+the second block runs with that `PORT` set, as the README says.
 """
 
 from __future__ import annotations
@@ -117,11 +117,15 @@ def wait_until_serving(server: ServeProcess, base: str, within: float = 120) -> 
     pytest.fail(f"make serve did not answer within {within} s:\n{server.output()}")
 
 
-def run_script(script: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    """Run the README's second block with bash, stopping at the first failing command."""
+def run_script(script: str, cwd: Path, port: int) -> subprocess.CompletedProcess[str]:
+    """Run the README's second block with bash, stopping at the first failing command, with
+    `PORT` set as after `make serve PORT=…` (the block must not hard-code 8000)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PARLEY_")}
+    env["PORT"] = str(port)
     return subprocess.run(  # noqa: S603
         ["bash", "-euo", "pipefail", "-c", script],  # noqa: S607
         cwd=cwd,
+        env=env,
         capture_output=True,
         text=True,
         timeout=60,
@@ -132,6 +136,16 @@ def run_script(script: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 def test_readme_first_screen_keeps_make_serve_and_make_test() -> None:
     commands, _ = first_screen()
     assert commands[:2] == ["make serve", "make test"]
+
+
+def test_readme_first_screen_says_replies_repeat_without_a_model_and_how_to_attach_one() -> None:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    screen = " ".join(text.splitlines()[:FIRST_SCREEN_LINES])
+    assert "only repeats what it heard" in screen
+    for variable in ("PARLEY_LLM_BASE_URL", "PARLEY_LLM_MODEL", "PARLEY_LLM_API_KEY"):
+        assert variable in screen
+    assert "https://api.openai.com/v1" in screen  # OpenAI
+    assert "http://127.0.0.1:11434/v1" in screen  # Ollama's OpenAI-compatible server
 
 
 def test_readme_first_screen_says_where_the_dashboard_is_and_how_to_sign_in() -> None:
@@ -159,10 +173,10 @@ async def test_readme_first_screen_ends_in_a_spoken_conversation(
         assert "parley api-keys create --org default" in output
         assert (checkout / "parley.db").exists()
 
-        script = script.replace("http://127.0.0.1:8000", base)
+        assert "127.0.0.1:8000" not in script, "the block must follow PORT"
         script, replaced = re.subn(r"^KEY=\S+", f"KEY={key}", script, flags=re.MULTILINE)
         assert replaced == 1, "the block must start by setting KEY"
-        ran = await asyncio.to_thread(run_script, script, checkout)
+        ran = await asyncio.to_thread(run_script, script, checkout, port)
         assert ran.returncode == 0, ran.stderr
         assert '"name":"support"' in ran.stdout
         url = ran.stdout.strip().splitlines()[-1]
