@@ -154,6 +154,11 @@ NOTICES = {
     "conversation_ended": "Conversation ended.",
     "tool_updated": "Tool saved.",
     "tool_deleted": "Tool deleted.",
+    "phone_saved": "Twilio account saved: calls to your numbers are checked with its token.",
+    "phone_deleted": "Twilio account deleted: calls to your numbers are refused from now.",
+    "webhook_updated": "Webhook saved.",
+    "webhook_deleted": "Webhook deleted, with its deliveries.",
+    "delivery_retried": "Delivery sent again.",
 }
 
 

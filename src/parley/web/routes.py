@@ -16,7 +16,7 @@ from parley.records import UNSET, Agent, AgentPatch, AgentSpec
 from parley.services import agents
 from parley.services import dashboard as dashboard_service
 from parley.services.voices import cached_catalog, list_voices
-from parley.web import agent_forms, forms, pages, tools
+from parley.web import agent_forms, forms, pages, phone, tools, webhooks
 from parley.web.form_state import FORM_ERRORS, FailedForm
 from parley.web.render import (
     HERE,
@@ -59,6 +59,8 @@ def install_dashboard(app: FastAPI, *, secure_cookies: bool) -> None:
     app.include_router(router)
     app.include_router(pages.router)
     app.include_router(tools.router)
+    app.include_router(webhooks.router)
+    app.include_router(phone.router)
     app.mount("/dashboard/static", StaticFiles(directory=HERE / "static"), name="dashboard")
     # Browsers ask every page's origin for /favicon.ico: answer it (an SVG) rather than 404.
     app.add_api_route("/favicon.ico", _favicon, methods=["GET"], include_in_schema=False)
