@@ -6,8 +6,10 @@ badge and the refused edit, enable it; create and revoke an API key and see a se
 with it end; create a session token, open a WebSocket with it, revoke it from the page and
 see the socket close; read a transcript with its tool calls; see all of it on the activity
 page, in order, with the actor. The tools story: create a webhook tool and see its signing
-secret once, give it to an agent, see the refused delete. With PARLEY_DOCS_SCREENSHOTS=1 the
-pages are saved into docs/images/.
+secret once, give it to an agent, see the refused delete. The phone and webhooks story: set
+the Twilio account and see the voice URL and the agent's number; create a webhook and see its
+secret once, see a delivery to a failing receiver on loopback fail, send it again and see it
+delivered. With PARLEY_DOCS_SCREENSHOTS=1 the pages are saved into docs/images/.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from tests.e2e.conftest import Server
 from tests.e2e.test_browser_example import chromium_path
 from tests.factories import make_org
 from tests.jwks_server import JwksServer, running_jwks_server
+from tests.webhook_receiver import Reply, running_receiver
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 DOCS_IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
@@ -52,8 +55,10 @@ def database_url(tmp_path: Path, sqlite_template: Path) -> str:
 @pytest.fixture
 async def app(settings_factory: Any) -> AsyncIterator[FastAPI]:
     settings = settings_factory(
-        public_url="http://127.0.0.1:8000", jwks_allow_http=True, jwks_allow_private_networks=True
-    )
+        public_url="http://127.0.0.1:8000", jwks_allow_http=True, jwks_allow_private_networks=True,
+        # Webhooks to a receiver on loopback, one retry 1 s after a failed attempt.
+        outbound_allow_http=True, outbound_allow_private_networks=True, webhook_retry_schedule="1",
+    )  # fmt: skip
     application = create_app(settings)
     async with application.router.lifespan_context(application):
         yield application
@@ -392,4 +397,95 @@ async def test_dashboard_tools_story(app: FastAPI, server: Server, chromium: Bro
     assert "tool_in_use" in refusal
     assert "support" in refusal
     await shot(page, "tool")
+    assert errors == []
+
+
+async def reload_until(page: Page, selector: str, text: str, seconds: float = 15.0) -> str:
+    """Reload the page every 0.2 s until `selector` holds `text`; fail after `seconds`."""
+    for _ in range(int(seconds / 0.2)):
+        shown = await page.inner_text(selector)
+        if text in shown:
+            return shown
+        await page.wait_for_timeout(200)
+        await page.reload()
+    raise AssertionError(f"{selector} did not show {text!r} within {seconds} s")
+
+
+@pytest.mark.timeout(120)
+async def test_dashboard_phone_and_webhooks_story(
+    app: FastAPI, server: Server, chromium: Browser
+) -> None:
+    created = await make_org(app.state.context, "calls")
+    page = await chromium.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    await sign_in(page, server, created.api_key.secret)
+    token = "4f1c" * 7 + "b2d9"
+
+    # An agent with a phone number, then the phone page: the voice URL and the number.
+    await page.fill("#create-agent input[name=name]", "front-desk")
+    await page.fill("#create-agent textarea[name=phone_numbers]", "+14155550123")
+    await page.click("text=Create agent")
+    await page.wait_for_selector("text=Agent created.")
+    await page.click("nav >> text=Phone")
+    voice_url = await page.inner_text("#voice-url")
+    assert voice_url.strip() == "http://127.0.0.1:8000/v1/telephony/twilio/voice"
+    assert "refused: no account" in await page.inner_text("#phone-numbers")
+
+    # Set the Twilio account: the SID and the token's last 4 only, never the token.
+    await page.fill("#twilio-account input[name=account_sid]", "AC" + "5e2a" * 8)
+    await page.fill("#twilio-account input[name=auth_token]", token)
+    await page.click("#save-twilio-account")
+    await page.wait_for_selector("text=Twilio account saved")
+    facts = await page.inner_text("#twilio-account-facts")
+    assert "AC" + "5e2a" * 8 in facts
+    assert "••••b2d9" in facts
+    assert token not in await page.content()
+    assert await page.input_value("#twilio-account input[name=auth_token]") == ""
+    numbers = await page.inner_text("#phone-numbers")
+    assert "+14155550123" in numbers
+    assert "front-desk" in numbers
+    assert "answered" in numbers
+    await shot(page, "phone")
+
+    with running_receiver() as receiver:
+        receiver.script(Reply.json({}, status=500))
+
+        # Create a webhook for agent events only: its secret is shown once.
+        await page.click("nav >> text=Webhooks")
+        form = "#create-webhook"
+        await page.fill(f"{form} input[name=url]", receiver.url("/parley-events"))
+        for name in ("conversation.started", "conversation.ended"):
+            await page.uncheck(f"{form} input[name=event_types][value='{name}']")
+        await page.fill(f"{form} input[name=description]", "CRM sync")
+        await page.click("#create-webhook-button")
+        secret = await page.inner_text("#new-webhook-secret")
+        assert secret.startswith("whsec_")
+        table = await page.inner_text("#webhooks")
+        assert "/parley-events" in table
+        assert "agent.created" in table
+        assert "conversation.started" not in table
+        await shot(page, "webhooks")
+
+        # An agent event fails at the receiver twice: the delivery is failed, with a button.
+        await page.click("nav >> text=Agents")
+        await page.fill("#create-agent input[name=name]", "sales")
+        await page.click("text=Create agent")
+        await page.wait_for_selector("text=Agent created.")
+        await page.click("nav >> text=Webhooks")
+        await page.click("#webhooks >> text=/parley-events")
+        await reload_until(page, "#deliveries", "failed")
+        assert secret not in await page.content()
+        rows = await page.inner_text("#deliveries")
+        assert "agent.created" in rows
+        assert "500" in rows
+        await shot(page, "webhook")
+
+        # Send it again, now that the receiver answers 200: delivered.
+        receiver.script(Reply.json({}))
+        await page.click("#deliveries >> text=Send again")
+        await page.wait_for_selector("text=Delivery sent again.")
+        await reload_until(page, "#deliveries", "delivered")
+        assert "Send again" not in await page.inner_text("#deliveries")
+        assert len(receiver.requests) == 3
     assert errors == []
