@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
@@ -13,7 +14,11 @@ from parley.api import log_hygiene, telephony_ws, ws
 from parley.api.docs import install_docs
 from parley.api.errors import install_error_handlers
 from parley.api.examples import install_examples
-from parley.api.http_protocol import HTTPTOOLS_PROTOCOL
+from parley.api.http_protocol import (
+    HTTPTOOLS_PROTOCOL,
+    ConnectionLimits,
+    http_protocol_factory,
+)
 from parley.api.metrics import install_metrics
 from parley.api.middleware import AccessLogMiddleware, BodyLimitMiddleware
 from parley.api.openapi import build_openapi
@@ -42,10 +47,23 @@ from parley.services.webhook_delivery import WorkerOptions, delivery_worker
 from parley.web import install_dashboard
 
 HTTP_PROTOCOL = HTTPTOOLS_PROTOCOL
-"""uvicorn's `http=` for `parley serve`: httptools, answering malformed requests with the
-error envelope."""
+"""uvicorn's `http=` by name: httptools, answering malformed requests with the error
+envelope (default limits; `parley serve` uses `http_protocol(settings)`)."""
 
-__all__ = ["HTTP_PROTOCOL", "WS_PROTOCOL", "create_app", "create_app_from_env"]
+__all__ = ["HTTP_PROTOCOL", "WS_PROTOCOL", "create_app", "create_app_from_env", "http_protocol"]
+
+
+def http_protocol(settings: Settings) -> type[asyncio.Protocol]:
+    """uvicorn's `http=` for `parley serve`: HTTP_PROTOCOL with the settings' time-outs and
+    connection cap (docs/reliability.md)."""
+    return http_protocol_factory(
+        ConnectionLimits(
+            header_timeout=settings.http_header_timeout_seconds,
+            body_timeout=settings.http_body_timeout_seconds,
+            max_connections=settings.max_connections,
+        )
+    )
+
 
 DESCRIPTION = (
     "Parley hosts voice conversations between end users and configurable agents. "

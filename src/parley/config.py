@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit
@@ -111,6 +112,27 @@ class Settings(BaseSettings):
     database_statement_timeout_seconds: float = Field(default=5.0, gt=0, le=3600)
     database_pool_timeout_seconds: float = Field(default=3.0, gt=0, le=300)
 
+    # What a client may hold (docs/reliability.md, "Slow clients and proxies"): a request's
+    # headers and body arrive within these times, and a process keeps this many connections.
+    http_header_timeout_seconds: float = Field(default=10.0, gt=0, le=300)
+    http_body_timeout_seconds: float = Field(default=30.0, gt=0, le=3600)
+    max_connections: int = Field(default=1000, ge=1, le=100_000)
+    # Addresses or networks of reverse proxies whose X-Forwarded-For / X-Forwarded-Proto are
+    # believed; empty, none is (a client could otherwise choose its own address).
+    trusted_proxies: str | None = None
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _trusted_proxies(cls, value: str | None) -> str | None:
+        for entry in trusted_proxy_list(value):
+            try:
+                ipaddress.ip_network(entry, strict=False)
+            except ValueError:
+                raise ValueError(
+                    f"{entry!r} is not an IP address or network (such as 10.0.0.0/8)"
+                ) from None
+        return value
+
     # Leases on live conversations (docs/reliability.md): an instance that stops renewing
     # its lease for this long has its live conversations ended by the others.
     instance_id: str | None = Field(default=None, min_length=1, max_length=128)
@@ -208,3 +230,8 @@ def _check_port(url: str) -> None:
         raise ValueError(f"has an invalid port: {error}") from None
     if port == 0:
         raise ValueError("has an invalid port: 0")
+
+
+def trusted_proxy_list(value: str | None) -> list[str]:
+    """Split PARLEY_TRUSTED_PROXIES (comma-separated, blanks ignored) into its entries."""
+    return [entry.strip() for entry in (value or "").split(",") if entry.strip()]

@@ -45,6 +45,8 @@ class BodyLimitMiddleware:
         received = 0
         while True:
             message = await receive()
+            if message["type"] == "http.disconnect":
+                return  # the client left (or was cut off) mid-body: no one to answer
             if message["type"] != "http.request":
                 await self.app(scope, _replay([message], receive), send)
                 return

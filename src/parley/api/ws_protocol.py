@@ -14,13 +14,30 @@ from typing import Final
 
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 
+from parley.api.client_faults import CLIENT_FAULTS
+
 WS_PROTOCOL: Final = "parley.api.ws_protocol:GoingAwayWebSocketProtocol"
 GOING_AWAY: Final = 1001
 SHUTDOWN_REASON: Final = "server shutting down"
+INVALID_DATA: Final = 1007
+INVALID_UTF8_REASON: Final = "invalid UTF-8 in a text frame"
 
 
 class GoingAwayWebSocketProtocol(WebSocketsSansIOProtocol):
-    """uvicorn's sans-I/O websockets protocol; shutdown closes open sockets with 1001."""
+    """uvicorn's sans-I/O websockets protocol; shutdown closes open sockets with 1001, and
+    invalid UTF-8 closes with 1007 and one rate-limited warning."""
+
+    def send_receive_event_to_app(self) -> None:
+        if self.curr_msg_data_type == "text" and not self.close_sent:
+            try:
+                b"".join(self.frames).decode()
+            except UnicodeDecodeError:
+                self.frames = []
+                CLIENT_FAULTS.warning("invalid UTF-8 in a WebSocket text frame")
+                self.conn.send_close(INVALID_DATA, INVALID_UTF8_REASON)
+                self.handle_parser_exception()
+                return
+        super().send_receive_event_to_app()
 
     def shutdown(self) -> None:
         if self.close_sent or not self.handshake_complete:

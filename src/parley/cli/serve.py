@@ -83,8 +83,13 @@ def serve(
 def _run_uvicorn(*, host: str, port: int, workers: int, settings: Settings) -> None:
     import uvicorn  # imported here: the other commands start faster without it
 
-    from parley.app import HTTP_PROTOCOL, WS_PROTOCOL
+    from parley.app import WS_PROTOCOL, http_protocol
+    from parley.config import trusted_proxy_list
     from parley.services.live import MAX_MESSAGE_BYTES
+
+    # X-Forwarded-For / -Proto count only from the operator's proxies (PARLEY_TRUSTED_PROXIES):
+    # they then set the client address (throttle, audit trail, logs) and the scheme (Secure).
+    trusted_proxies = trusted_proxy_list(settings.trusted_proxies)
 
     uvicorn.run(
         "parley.app:create_app_from_env",
@@ -93,12 +98,14 @@ def _run_uvicorn(*, host: str, port: int, workers: int, settings: Settings) -> N
         port=port,
         workers=workers,
         loop="uvloop",
-        http=HTTP_PROTOCOL,
+        # Header and body time-outs, the connection cap, 414/431 (parley/api/http_protocol.py).
+        http=http_protocol(settings),
         ws=WS_PROTOCOL,  # shutdown closes sockets with 1001 (parley/api/ws_protocol.py)
         # API.md section 8: a frame over 1 MiB closes the socket with 1009.
         ws_max_size=MAX_MESSAGE_BYTES,
         access_log=False,
-        proxy_headers=False,
+        proxy_headers=bool(trusted_proxies),
+        forwarded_allow_ips=trusted_proxies or None,
         server_header=False,
         log_level=settings.log_level,
         # SIGTERM: sockets close at once and their conversations end; a request still
