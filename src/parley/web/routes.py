@@ -68,8 +68,10 @@ def install_dashboard(app: FastAPI, *, secure_cookies: bool) -> None:
 
 
 def _secure(request: Request) -> bool:
+    """Secure cookies when the public URL is https, or when this request came over https:
+    directly, or through a proxy of PARLEY_TRUSTED_PROXIES saying so (X-Forwarded-Proto)."""
     options: DashboardOptions = request.app.state.dashboard
-    return options.secure_cookies
+    return options.secure_cookies or request.url.scheme == "https"
 
 
 async def Form(request: Request, signed_in: SignedIn) -> FormData:
