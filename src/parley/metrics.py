@@ -14,6 +14,7 @@ the HTTP layer. Series, all prefixed `parley_`:
 | `queue_time_seconds` | histogram | `stage` (`stt` or `tts`) |
 | `jwks_fetches_total` | counter | `outcome` (`ok` or `failed`) |
 | `store_errors_total` | counter | `store` (`database` or `redis`) |
+| `redis_data_losses_total` | counter | (times this instance found Redis had lost its data) |
 
 Labels hold only templates, fixed words and error codes: never a path as requested, a
 credential, an organization, a conversation ID or anything else a caller chooses.
@@ -91,6 +92,11 @@ class Metrics:
             "parley_store_errors", "Database or Redis failures turned into 503.", ["store"],
             registry=registry,
         )  # fmt: skip
+        self.redis_data_losses = Counter(
+            "parley_redis_data_losses",
+            "Times this instance found that Redis had lost its data (docs/reliability.md).",
+            registry=registry,
+        )
         for stage in sorted(QUEUE_STAGES):
             self.queue_time.labels(stage=stage)
         for outcome in ("ok", "failed"):
@@ -182,3 +188,9 @@ def count_store_error(store: str) -> None:
         raise ValueError(f"store must be one of {sorted(STORES)}")
     if (metrics := active()) is not None:
         metrics.store_errors.labels(store=store).inc()
+
+
+def count_redis_data_loss() -> None:
+    """Count one loss of Redis's data, as this instance noticed it."""
+    if (metrics := active()) is not None:
+        metrics.redis_data_losses.inc()

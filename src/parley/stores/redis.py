@@ -18,11 +18,13 @@ every OSError surfaces as `parley.errors.Unavailable`, so callers fail closed.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hashlib
 import logging
 import math
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from datetime import UTC, datetime
 from typing import Final
 
@@ -51,6 +53,8 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 DEFAULT_PREFIX: Final = "parley:"
+DATA_SET_CHECK_SECONDS: Final = 2.0
+"""How often each instance looks for a loss of Redis's data, so every instance notices it."""
 
 REDIS_ERRORS: Final[tuple[type[Exception], ...]] = (
     redis_exceptions.RedisError,
@@ -142,6 +146,7 @@ class RedisReplayGuard:
         self._marker = f"{prefix}epoch"
         self._script = client.register_script(_CLAIM_SCRIPT)
         self._run_id: str | None = None
+        self._held: float | None = None
 
     async def establish(self) -> float:
         """Write the marker if it is missing; return the time from which claims are kept."""
@@ -154,16 +159,55 @@ class RedisReplayGuard:
                 since = now  # the records vanished under a server this instance knew
             else:
                 since = float(math.floor(now - float(info["uptime_in_seconds"])))
-            created = await self._client.set(self._marker, repr(since), nx=True)
+            await self._client.set(self._marker, repr(since), nx=True)
             held = float(await self._client.get(self._marker) or since)
-        if created and self._run_id is not None:
-            log.warning(
-                "Redis lost its replay records: JWTs with a jti issued before %s are refused "
-                "as possible replays until they expire",
-                datetime.fromtimestamp(held, UTC).isoformat(timespec="seconds"),
-            )
         self._run_id = run_id
+        self._note(held)
         return held
+
+    async def check_data_set(self) -> None:
+        """Notice a loss of Redis's data, whichever instance re-established the marker.
+
+        A missing marker is written again (`establish`); a marker other than the one this
+        instance knew means another instance found the loss first. Either way this
+        instance logs the loss once and counts it (`parley_redis_data_losses_total`).
+        """
+        with _unavailable_on_redis_errors():
+            value = await self._client.get(self._marker)
+        if value is None:
+            await self.establish()
+        else:
+            self._note(float(value))
+
+    @asynccontextmanager
+    async def watching(self, *, interval: float = DATA_SET_CHECK_SECONDS) -> AsyncIterator[None]:
+        """Check the data set every `interval` seconds while the context is open."""
+
+        async def watch() -> None:
+            while True:
+                await asyncio.sleep(interval)
+                with contextlib.suppress(Unavailable):  # an outage is /health's to report
+                    await self.check_data_set()
+
+        task = asyncio.create_task(watch())
+        try:
+            yield
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    def _note(self, held: float) -> None:
+        known, self._held = self._held, held
+        if known is None or held == known:
+            return
+        metrics.count_redis_data_loss()
+        log.warning(
+            "Redis lost its data: rate-limit counts and the dashboard sign-in throttle "
+            "started over, and JWTs with a jti issued before %s are refused as possible "
+            "replays until they expire",
+            datetime.fromtimestamp(held, UTC).isoformat(timespec="seconds"),
+        )
 
     async def claim(self, key: str, *, expires_at: float, issued_at: float) -> bool:
         """Record `key` until `expires_at` (Unix seconds); False if held or possibly replayed.
