@@ -20,6 +20,7 @@ from parley.clock import utcnow
 from parley.db.repos import webhook_deliveries as delivery_repo
 from parley.records import OPERATOR, WebhookPatch
 from parley.services import Context, events, webhooks
+from parley.services.outbox_bell import HANDOFF_BACKLOG
 from parley.services.webhook_delivery import (
     DEFAULT_RETRY_SCHEDULE,
     Attempt,
@@ -523,4 +524,39 @@ async def test_worker_slow_endpoint_delays_only_its_own_deliveries(
             assert len(slow.requests) <= 2  # its per-webhook limit
         finally:
             task.cancel()
-            await worker.cancel_sends()
+            await worker.stop()
+
+
+async def test_worker_sends_a_committed_delivery_without_waiting_for_a_poll(
+    ctx: Context, receiver: WebhookReceiver
+) -> None:
+    org = (await make_org(ctx)).org
+    await make_webhook(ctx, org.id, receiver.url(), ["agent.created"])
+    async with delivery_worker(ctx, WorkerOptions(poll_interval_s=60)):
+        await asyncio.sleep(0.2)  # past the worker's first poll: the next is a minute away
+        started = time.monotonic()
+        await one_event(ctx, org.id)
+
+        async def arrived() -> bool:
+            return len(receiver.requests) == 1
+
+        await eventually(arrived, seconds=5)
+        assert time.monotonic() - started < 2
+
+
+async def test_hand_over_is_bounded_per_webhook_the_rest_waits_in_the_outbox(
+    ctx: Context, receiver: WebhookReceiver, database_url: str
+) -> None:
+    org = (await make_org(ctx)).org
+    await make_webhook(ctx, org.id, receiver.url(), ["agent.created"])
+    ctx.outbox_bell.taking = True  # as while a worker runs (none does: nothing is sent)
+    try:
+        await one_event(ctx, org.id, HANDOFF_BACKLOG + 3)
+    finally:
+        ctx.outbox_bell.taking = False
+    handed = ctx.outbox_bell.take()
+    assert len(handed) == HANDOFF_BACKLOG
+    async with local_context(database_url, instance_id="another") as other:
+        left = await claim(other, limit=100, per_webhook=100)
+    assert len(left) == 3
+    assert not {due.id for due in left} & {due.id for due in handed}

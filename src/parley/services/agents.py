@@ -255,10 +255,12 @@ async def _record(
 async def _announce(
     session: Session, ctx: Context, agent: Agent | AgentState, event_type: str
 ) -> None:
-    """Write the event in the change's transaction; the agent is read as it stands now."""
+    """Write the event in the change's transaction; the agent is shown as it stands now
+    (a record the caller has just read or written is current: it is not read again)."""
 
     async def data() -> dict[str, object]:
-        return {"agent": agent_json(await agent_repo.load(session, agent.id))}
+        current = agent if isinstance(agent, Agent) else await agent_repo.load(session, agent.id)
+        return {"agent": agent_json(current)}
 
     await events.emit(session, ctx, org_id=agent.org_id, event_type=event_type, data=data)
 

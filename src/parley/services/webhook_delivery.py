@@ -16,10 +16,12 @@ Each attempt is three small steps, each usable alone:
    429/503's `Retry-After`, capped at a day), and is `failed` past the last one.
 
 `record` writes the attempt and its consequence in one transaction. `DeliveryWorker` runs
-the steps for one `parley serve` process: woken by the outbox bell after a commit that wrote
-deliveries, polling (0.5 s, one lock-free read) for rows other instances wrote and retries
-that fell due, with at most 32 sends in flight and 4 per webhook, so a slow or dead endpoint
-delays only its own deliveries. Delivered rows are pruned after 30 days.
+the steps for one `parley serve` process: it sends at once what a commit of this process
+claimed for it and handed over (services/outbox_bell.py: no claim transaction, the lowest
+lag), polls (0.5 s, one lock-free read) for rows other instances wrote, retries that fell
+due and hand-overs that overflowed, keeps at most 32 sends in flight and 4 per webhook, so
+a slow or dead endpoint delays only its own deliveries, and records finished attempts in
+groups. Delivered rows are pruned after 30 days.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import AsyncIterator, Awaitable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -41,6 +43,8 @@ from parley.errors import ParleyError
 from parley.outbound import OutboundError, signature_headers
 from parley.records import DueDelivery
 from parley.services.context import Context
+from parley.services.events import LEASE_SECONDS
+from parley.services.outbox_bell import HANDOFF_BACKLOG
 from parley.services.webhooks import previous_secret_valid
 
 log = logging.getLogger(__name__)
@@ -53,9 +57,10 @@ MAX_RETRY_AFTER_S: Final = 86_400
 KEEP_DELIVERED: Final = timedelta(days=30)
 RETRY_AFTER_STATUSES: Final = frozenset({429, 503})
 GONE: Final = 410
+RECORD_GROUP_S: Final = 0.05
+"""Finished attempts are recorded together, at most this long after the first of them."""
 PER_WEBHOOK: Final = 4
 """Sends in flight to one webhook from one process."""
-LEASE_SECONDS: Final = 60.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,18 +174,28 @@ async def record(
     ctx: Context, due: DueDelivery, attempt: Attempt, step: NextStep, *, at: datetime
 ) -> bool:
     """Write one attempt and its consequence; False if this instance had lost the claim."""
+    return (await record_many(ctx, [(due, attempt, step, at)]))[0]
+
+
+async def record_many(
+    ctx: Context, finished: Sequence[tuple[DueDelivery, Attempt, NextStep, datetime]]
+) -> list[bool]:
+    """Write attempts and their consequences in one transaction (`record`, grouped)."""
+    kept: list[bool] = []
     async with ctx.db.transaction() as session:
-        kept = await delivery_repo.record_attempt(
-            session,
-            due.id,
-            claimer=ctx.instance.id,
-            at=at,
-            status_code=attempt.status_code,
-            status=step.status,
-            next_attempt_at=step.next_attempt_at,
-        )
-        if kept and step.disable_webhook:
-            await webhook_repo.disable(session, due.webhook_id, at=at)
+        for due, attempt, step, at in finished:
+            held = await delivery_repo.record_attempt(
+                session,
+                due.id,
+                claimer=ctx.instance.id,
+                at=at,
+                status_code=attempt.status_code,
+                status=step.status,
+                next_attempt_at=step.next_attempt_at,
+            )
+            if held and step.disable_webhook:
+                await webhook_repo.disable(session, due.webhook_id, at=at)
+            kept.append(held)
     return kept
 
 
@@ -189,6 +204,12 @@ async def deliver(ctx: Context, due: DueDelivery, *, retry_schedule: Sequence[in
     attempt = await send(ctx, due)
     now = utcnow(ctx.clock)
     step = schedule(attempt, attempts_before=due.attempts, retry_schedule=retry_schedule, now=now)
+    _log_failure(due, attempt, step)
+    await record(ctx, due, attempt, step, at=now)
+    return step
+
+
+def _log_failure(due: DueDelivery, attempt: Attempt, step: NextStep) -> None:
     if not attempt.succeeded:
         log.info(
             "webhook %s delivery %s attempt %d: %s; %s",
@@ -198,8 +219,6 @@ async def deliver(ctx: Context, due: DueDelivery, *, retry_schedule: Sequence[in
             attempt.status_code or attempt.error,
             step.status,
         )
-    await record(ctx, due, attempt, step, at=now)
-    return step
 
 
 async def prune(ctx: Context) -> int:
@@ -235,79 +254,155 @@ def parse_retry_after(value: str | None, now: datetime) -> float | None:
 
 
 class DeliveryWorker:
-    """Runs claims and sends for one process (see the module's docstring)."""
+    """Runs claims and sends for one process (see the module's docstring).
+
+    Deliveries held here (handed over by a commit, or claimed) wait in one queue per
+    webhook; at most `per_webhook` of a webhook's and `max_in_flight` in all are being
+    sent. Finished attempts are recorded in groups, one transaction for all that finished
+    meanwhile (on SQLite each write waits for the writer's turn: one turn per attempt
+    would slow the requests down).
+    """
 
     def __init__(self, ctx: Context, options: WorkerOptions | None = None) -> None:
         self._ctx = ctx
         self._options = options or WorkerOptions()
-        self._in_flight: Counter[str] = Counter()
+        self._waiting: dict[str, deque[DueDelivery]] = {}
+        self._sending: Counter[str] = Counter()
+        self._handed: set[str] = set()
         self._tasks: set[asyncio.Task[None]] = set()
+        self._finished: list[tuple[DueDelivery, Attempt, NextStep, datetime]] = []
+        self._flush_wanted = asyncio.Event()
+        self._stopping = False
 
     async def run(self) -> None:
-        """Claim and send until cancelled; each failure of a step is logged and retried."""
+        """Claim, send and record until cancelled; a failing step is logged and retried."""
         loop = asyncio.get_running_loop()
-        next_prune = loop.time()
-        while True:
-            if loop.time() >= next_prune:
-                next_prune = loop.time() + self._options.prune_interval_s
-                await _step("prune delivered webhooks", prune(self._ctx))
-            full = False
-            try:
-                full = await self.tick()
-            except ParleyError as error:
-                log.warning("webhook worker could not claim deliveries: %s", error.code)
-            except Exception:
-                # The worker must outlive a bug in one tick: log it and poll again.
-                log.exception("webhook worker failed to claim deliveries")
-            if not full:
-                await self._ctx.outbox_bell.wait(self._options.poll_interval_s)
-            else:
-                await self._ctx.outbox_bell.wait(self._options.poll_interval_s / 10)
+        next_prune = next_poll = loop.time()
+        flusher = asyncio.create_task(self._flush_loop(), name="parley-webhooks-records")
+        try:
+            while True:
+                if loop.time() >= next_prune:
+                    next_prune = loop.time() + self._options.prune_interval_s
+                    await _step("prune delivered webhooks", prune(self._ctx))
+                self._hold(self._ctx.outbox_bell.take())
+                # A ring for a hand-over needs no look at the database: the outbox is
+                # polled on the timer, or at once when a ring asks for it (a retry).
+                if loop.time() < next_poll and not self._ctx.outbox_bell.take_poll():
+                    await self._ctx.outbox_bell.wait(next_poll - loop.time())
+                    continue
+                next_poll = loop.time() + self._options.poll_interval_s
+                try:
+                    await self.tick()
+                except ParleyError as error:
+                    log.warning("webhook worker could not claim deliveries: %s", error.code)
+                except Exception:
+                    # The worker must outlive a bug in one tick: log it and poll again.
+                    log.exception("webhook worker failed to claim deliveries")
+                await self._ctx.outbox_bell.wait(max(0.0, next_poll - loop.time()))
+        finally:
+            flusher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await flusher
 
-    async def tick(self) -> bool:
-        """Claim what fits and start sending it; True when the claim was full (more may be
-        due at once)."""
+    async def tick(self) -> int:
+        """Claim what fits from the shared outbox and start sending; return how many."""
+        # Room is counted in sends: the rows a slow webhook holds waiting (at most
+        # HANDOFF_BACKLOG) take no room from the other webhooks.
         room = self._options.max_in_flight - len(self._tasks)
         if room <= 0:
-            return False
+            return 0
         async with self._ctx.db.statement() as connection:
             if not await delivery_repo.any_due(connection, now=utcnow(self._ctx.clock)):
-                return False
+                return 0
         claimed = await claim(
             self._ctx,
             limit=room,
-            per_webhook=self._options.per_webhook,
-            in_flight=dict(self._in_flight),
+            per_webhook=HANDOFF_BACKLOG,
+            in_flight=dict(self._held()),
             lease_s=self._options.lease_s,
         )
-        for due in claimed:
-            self._in_flight[due.webhook_id] += 1
-            task = asyncio.create_task(self._deliver(due), name=f"webhook-{due.id}")
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
-        return len(claimed) == room
+        self._hold(claimed, handed=False)
+        return len(claimed)
 
-    async def _deliver(self, due: DueDelivery) -> None:
+    def _held(self) -> Counter[str]:
+        held = Counter(self._sending)
+        for webhook_id, queue in self._waiting.items():
+            held[webhook_id] += len(queue)
+        return held
+
+    def _hold(self, deliveries: list[DueDelivery], *, handed: bool = True) -> None:
+        """Queue deliveries leased to this process, and start what the limits allow."""
+        if self._stopping:
+            return  # their claims are released at the shutdown
+        for due in deliveries:
+            self._waiting.setdefault(due.webhook_id, deque()).append(due)
+            if handed:
+                self._handed.add(due.id)
+        for webhook_id in list(self._waiting):
+            queue = self._waiting[webhook_id]
+            while (
+                queue
+                and len(self._tasks) < self._options.max_in_flight
+                and self._sending[webhook_id] < self._options.per_webhook
+            ):
+                self._start(queue.popleft())
+            if not queue:
+                del self._waiting[webhook_id]
+
+    def _start(self, due: DueDelivery) -> None:
+        self._sending[due.webhook_id] += 1
+        task = asyncio.create_task(self._send(due), name=f"webhook-{due.id}")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _send(self, due: DueDelivery) -> None:
         try:
-            await deliver(self._ctx, due, retry_schedule=self._options.retry_schedule)
-        except ParleyError as error:
-            # Not recorded: the lease runs out and the attempt is made again (at least once).
-            log.warning("webhook delivery %s not recorded: %s", due.id, error.code)
+            attempt = await send(self._ctx, due)
+            now = utcnow(self._ctx.clock)
+            step = schedule(
+                attempt,
+                attempts_before=due.attempts,
+                retry_schedule=self._options.retry_schedule,
+                now=now,
+            )
+            _log_failure(due, attempt, step)
+            self._finished.append((due, attempt, step, now))
+            self._flush_wanted.set()
         except Exception:
+            # Not recorded: the lease runs out and the attempt is made again (at least once).
             log.exception("webhook delivery %s failed", due.id)
         finally:
-            self._in_flight[due.webhook_id] -= 1
-            if self._in_flight[due.webhook_id] <= 0:
-                del self._in_flight[due.webhook_id]
-            self._ctx.outbox_bell.ring()  # room for the next claim
+            self._sending[due.webhook_id] -= 1
+            if self._sending[due.webhook_id] <= 0:
+                del self._sending[due.webhook_id]
+            if due.id in self._handed:
+                self._handed.discard(due.id)
+                self._ctx.outbox_bell.done(due.webhook_id)
+            self._hold([])  # the next of this webhook's queue
 
-    async def cancel_sends(self) -> None:
-        """Cancel the sends in flight (their claims are released by the caller)."""
+    async def _flush_loop(self) -> None:
+        while True:
+            await self._flush_wanted.wait()
+            # Attempts finishing meanwhile join this group: one write for all of them.
+            await asyncio.sleep(RECORD_GROUP_S)
+            self._flush_wanted.clear()
+            await self.flush()
+
+    async def flush(self) -> None:
+        """Record every attempt finished since the last flush, in one transaction."""
+        finished, self._finished = self._finished, []
+        if finished:
+            await _step("record webhook attempts", record_many(self._ctx, finished))
+
+    async def stop(self) -> None:
+        """Cancel the sends in flight and record what finished (claims are the caller's)."""
+        self._stopping = True
         for task in list(self._tasks):
             task.cancel()
         for task in list(self._tasks):
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+        await self.flush()
 
 
 @contextlib.asynccontextmanager
@@ -318,13 +413,16 @@ async def delivery_worker(
     await _step("release this instance's earlier claims", release_own_claims(ctx))
     worker = DeliveryWorker(ctx, options)
     task = asyncio.create_task(worker.run(), name="parley-webhooks")
+    ctx.outbox_bell.taking = True
     try:
         yield
     finally:
+        ctx.outbox_bell.taking = False
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
-        await worker.cancel_sends()
+        await worker.stop()
+        ctx.outbox_bell.take()  # handed over too late: released below, as the rest
         await _step("release this instance's claims", release_own_claims(ctx))
 
 

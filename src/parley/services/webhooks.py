@@ -118,7 +118,7 @@ async def update_webhook(
         await _record(session, ctx, webhook, actor, "webhook.update", fields=fields)
         updated = await webhook_repo.find(session, org_id, webhook.id)
     if "disabled_at" in changes and not patch.is_disabled:
-        ctx.outbox_bell.ring()  # its pending deliveries are due again
+        ctx.outbox_bell.ring(poll=True)  # its pending deliveries are due again
     return updated
 
 
@@ -171,7 +171,7 @@ async def retry_delivery(
         await delivery_repo.find(session, webhook.id, msg_id)
         await delivery_repo.make_due(session, msg_id, at=utcnow(ctx.clock))
         retried = await delivery_repo.find(session, webhook.id, msg_id)
-    ctx.outbox_bell.ring()
+    ctx.outbox_bell.ring(poll=True)
     return retried
 
 

@@ -50,8 +50,11 @@ def insert(
     event_type: str,
     body: str,
     now: datetime,
+    claimed_by: str | None = None,
+    claimed_until: datetime | None = None,
 ) -> None:
-    """Add a pending delivery, due now, to the caller's transaction."""
+    """Add a pending delivery, due now, to the caller's transaction (claimed already by
+    `claimed_by` until `claimed_until`, if given)."""
     session.add(
         WebhookDeliveryRow(
             id=msg_id,
@@ -64,8 +67,8 @@ def insert(
             next_attempt_at=now,
             last_attempt_at=None,
             last_status_code=None,
-            claimed_by=None,
-            claimed_until=None,
+            claimed_by=claimed_by,
+            claimed_until=claimed_until,
             created_at=now,
         )
     )

@@ -5,6 +5,7 @@ Secrets are stored sealed; this module never sees one in clear.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -85,16 +86,35 @@ async def list_all(session: AsyncSession, org_id: str) -> list[Webhook]:
     return [to_record(row) for row in rows]
 
 
-async def enabled_for(session: AsyncSession, org_id: str, event_type: str) -> list[str]:
-    """IDs of the organization's enabled webhooks that receive `event_type`."""
-    rows = await session.execute(
-        select(WebhookRow.id, WebhookRow.event_types).where(
-            WebhookRow.org_id == org_id, WebhookRow.disabled_at.is_(None)
-        )
+@dataclass(frozen=True, slots=True)
+class WebhookTarget:
+    """Where and how an event is sent: a webhook's URL and sealed secrets."""
+
+    id: str
+    url: str
+    secret_sealed: str
+    previous_secret_sealed: str | None
+    previous_secret_expires_at: datetime | None
+
+
+async def enabled_for(session: AsyncSession, org_id: str, event_type: str) -> list[WebhookTarget]:
+    """The organization's enabled webhooks that receive `event_type`."""
+    rows = await session.scalars(
+        select(WebhookRow).where(WebhookRow.org_id == org_id, WebhookRow.disabled_at.is_(None))
     )
     # A handful of webhooks per organization: the filter on a JSON list is done here, the
     # same way on every database.
-    return [webhook_id for webhook_id, types in rows if event_type in types]
+    return [
+        WebhookTarget(
+            id=row.id,
+            url=row.url,
+            secret_sealed=row.secret_sealed,
+            previous_secret_sealed=row.previous_secret_sealed,
+            previous_secret_expires_at=row.previous_secret_expires_at,
+        )
+        for row in rows
+        if event_type in row.event_types
+    ]
 
 
 async def apply_changes(session: AsyncSession, webhook_id: str, **values: Any) -> None:
