@@ -2,7 +2,7 @@
 
 - A database that cannot serve now (down, restarting, shutting down, hung past its time
   bounds, out of connections, a damaged or locked SQLite file) becomes `Unavailable`: 503
-  with `Retry-After`, fail closed.
+  with `Retry-After`, fail closed. A full disk says so, in the log and in the error.
 - A unique constraint that loses a race becomes the Conflict that names it.
 - A value the database refuses (SQLSTATE class 22, a text it cannot encode) becomes
   `InvalidRequest` (400): the API refuses such values first, this is the safety net.
@@ -14,6 +14,7 @@ the pool with it) instead of handing it to the next request.
 
 from __future__ import annotations
 
+import errno
 import logging
 import sqlite3
 from collections.abc import Iterator, Mapping
@@ -44,6 +45,10 @@ _HEALTHY_SQLSTATES: Final = frozenset({"57014", "55P03", "55006"})
 statement timeout), lock not available, object in use. Class 40 is healthy too."""
 
 _SQLITE_BUSY: Final = ("database is locked", "database table is locked", "busy")
+_SQLITE_FULL: Final = 13
+_DISK_FULL_SQLSTATE: Final = "53100"
+DISK_FULL: Final = "The database cannot write: its disk is full. Try again later."
+"""The message of the 503 (and of a socket's `error` frame) when the disk is full."""
 
 
 @contextmanager
@@ -56,6 +61,9 @@ def translated(unique_violations: UniqueViolations | None = None) -> Iterator[No
     except sa_exc.IntegrityError as error:
         raise conflict_for(error, unique_violations or {}) from None
     except Exception as error:
+        if is_disk_full(error):
+            log.error("database cannot write: the disk is full (%s)", _describe(error))
+            raise Unavailable(DISK_FULL, retry_after=RETRY_AFTER_SECONDS) from None
         if is_unavailable(error):
             log.error("database unavailable: %s", _describe(error))
             raise Unavailable(retry_after=RETRY_AFTER_SECONDS) from None
@@ -63,6 +71,22 @@ def translated(unique_violations: UniqueViolations | None = None) -> Iterator[No
             log.warning("database refused a value: %s", _describe(error))
             raise InvalidRequest("A value of the request cannot be stored.") from None
         raise
+
+
+def is_disk_full(error: BaseException) -> bool:
+    """Tell whether `error` (or what it wraps) says the database's disk is full: SQLite's
+    SQLITE_FULL, PostgreSQL's SQLSTATE 53100 (disk_full), or an OSError ENOSPC."""
+    for cause in _causes(error):
+        if isinstance(cause, OSError) and cause.errno == errno.ENOSPC:
+            return True
+        if isinstance(cause, sqlite3.Error) and (
+            getattr(cause, "sqlite_errorcode", None) == _SQLITE_FULL
+            or "database or disk is full" in str(cause)
+        ):
+            return True
+        if _sqlstate(cause) == _DISK_FULL_SQLSTATE:
+            return True
+    return False
 
 
 def is_unavailable(error: BaseException) -> bool:

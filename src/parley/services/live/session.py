@@ -28,6 +28,7 @@ from parley.errors import (
     ConversationExists,
     InvalidRequest,
     ParleyError,
+    Unavailable,
     ValidationFailed,
 )
 from parley.records import Agent, Conversation, Outcome
@@ -205,6 +206,12 @@ class LiveSession:
                 await self._handle(event)
             except engine.EngineClosed:
                 self.end(1000, "")
+            except Unavailable as error:
+                await self.send_error(error)  # names the cause, e.g. a database disk full
+                if not self._configured.is_set():
+                    # A dependency that failed `config` will not be back within the config
+                    # time-out: close now (1013, try again later) rather than after it.
+                    self.end(TRY_AGAIN_LATER, "service unavailable")
             except ParleyError as error:
                 await self.send_error(error)
             if self._stopped.is_set():
@@ -457,6 +464,8 @@ class _Setup:
 
 GOING_AWAY = 1001
 """The close code of a socket the server closes as it shuts down (api/ws_protocol.py)."""
+TRY_AGAIN_LATER = 1013
+"""RFC 6455 section 7.4.2 (IANA registry): a dependency is unavailable; retry later."""
 
 _ENDED_BY_REASON = {
     "token expired": "timeout",
