@@ -2,10 +2,10 @@
 
 Run it (Python 3.11+, `pip install standardwebhooks` or `pip install svix`):
 
-    PARLEY_WEBHOOK_SECRET=whsec_... python examples/webhooks/receiver.py --port 9000 \
+    WEBHOOK_SECRET=whsec_... python examples/webhooks/receiver.py --port 9000 \
         [--library standardwebhooks|svix]
 
-`PARLEY_WEBHOOK_SECRET` is the `secret` that `POST /v1/webhooks` showed once (after a
+`WEBHOOK_SECRET` is the `secret` that `POST /v1/webhooks` showed once (after a
 rotation, the new one: Parley signs with both for 24 h). Parley sends `POST` with a JSON
 body `{"id", "event_type", "created_at", "data"}` and the headers `webhook-id`,
 `webhook-timestamp`, `webhook-signature` (and the same three as `svix-*`). This receiver:
@@ -133,9 +133,9 @@ def main() -> None:
         "--library", choices=["standardwebhooks", "svix"], default="standardwebhooks"
     )
     args = parser.parse_args()
-    secret = os.environ.get("PARLEY_WEBHOOK_SECRET", "")
+    secret = os.environ.get("WEBHOOK_SECRET", "")
     if not secret.startswith("whsec_"):
-        sys.exit("set PARLEY_WEBHOOK_SECRET to the webhook's whsec_... secret")
+        sys.exit("set WEBHOOK_SECRET to the webhook's whsec_... secret")
     make = standardwebhooks_verifier if args.library == "standardwebhooks" else svix_verifier
     server = Receiver((args.host, args.port), make(secret))
     print(f"listening on http://{args.host}:{args.port}/", file=sys.stderr, flush=True)  # noqa: T201

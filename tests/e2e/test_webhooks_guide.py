@@ -37,7 +37,7 @@ def free_port() -> int:
 def started(secret: str, library: str, port: int) -> subprocess.Popen[str]:
     process = subprocess.Popen(  # noqa: S603 - this interpreter, the example's arguments
         [sys.executable, str(EXAMPLE), "--port", str(port), "--library", library],
-        env={"PARLEY_WEBHOOK_SECRET": secret, "PATH": ""},
+        env={"WEBHOOK_SECRET": secret, "PATH": ""},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
