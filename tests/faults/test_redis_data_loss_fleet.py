@@ -43,10 +43,9 @@ def fleet(tmp_path: Path) -> Iterator[tuple[RedisServer, list[ServeProcess]]]:
             "PARLEY_REDIS_URL": redis_server.url,
             "PARLEY_METRICS": "true",
         }
-        instances = [
-            ServeProcess(tmp_path, PARLEY_INSTANCE_ID=f"loss-{name}", **shared) for name in "ab"
-        ]
+        instances = [ServeProcess(tmp_path, PARLEY_INSTANCE_ID=f"loss-{name}") for name in "ab"]
         for instance in instances:
+            instance.env.update(shared)
             stack.callback(instance.ensure_stopped)
             instance.start()
         yield redis_server, instances

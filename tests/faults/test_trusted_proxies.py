@@ -29,8 +29,8 @@ def start(tmp_path_factory: pytest.TempPathFactory, **variables: str) -> Iterato
         tmp_path_factory.mktemp("proxy"),
         PARLEY_DATABASE_URL="sqlite:///parley.db",
         PARLEY_LOG_LEVEL="info",
-        **variables,
     )
+    process.env.update(variables)
     try:
         process.start()
         yield process
