@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker
@@ -46,6 +46,7 @@ class Database:
         )
         self._statements = single_statement_engine(self.read_engine)
         self._probe = SharedProbe(self.ping)
+        self._write_probes: dict[str, SharedProbe] = {}
         self._writers = asyncio.Lock() if engine.dialect.name == "sqlite" else None
 
     @classmethod
@@ -141,6 +142,24 @@ class Database:
         trusted (`SharedProbe`).
         """
         await self._probe()
+
+    async def check_writable(
+        self, name: str, write: Callable[[AsyncSession], Awaitable[None]]
+    ) -> None:
+        """Raise Unavailable unless `write` commits (a full disk refuses writes).
+
+        Callers that ask while a write probe of the same `name` runs share its answer, so a
+        burst of health checks costs one write, not one each (they would queue behind
+        SQLite's single writer and behind the requests)."""
+        probe = self._write_probes.get(name)
+        if probe is None:
+
+            async def run() -> None:
+                async with self.transaction() as session:
+                    await write(session)
+
+            probe = self._write_probes[name] = SharedProbe(run)
+        await probe()
 
     async def ping(self) -> None:
         """Run a trivial query; raise Unavailable unless the database answers in time.

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from parley.clock import utcnow
 from parley.db.repos import instances as instance_repo
+from parley.db.session import Session
 from parley.services.context import Context
 
 
@@ -17,7 +18,10 @@ async def check(ctx: Context) -> str:
     (services/instances.py), and a full disk answers 503 naming the cause.
     """
     await ctx.db.check_health()
-    async with ctx.db.transaction() as session:
+
+    async def beat(session: Session) -> None:
         await instance_repo.beat(session, ctx.instance.id, at=utcnow(ctx.clock))
+
+    await ctx.db.check_writable("heartbeat", beat)  # a burst of checks shares one write
     await ctx.store_health.check()
     return ctx.db.dialect
