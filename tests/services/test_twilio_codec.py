@@ -315,3 +315,11 @@ def test_request_error_logged_never_sent(
 def test_client_tools_unavailable_on_calls(wire: TwilioCodec) -> None:
     assert wire.client_tools is False
     assert isinstance(wire, codec.KnowsPlayback)
+
+
+def test_engine_warning_logged_never_sent(
+    wire: TwilioCodec, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.WARNING, "parley.services.live.twilio_codec"):
+        assert wire.encode(engine.EngineWarning("utterance_dropped", "Too fast.")) == []
+    assert "utterance_dropped" in caplog.text

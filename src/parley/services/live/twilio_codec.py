@@ -265,6 +265,9 @@ class TwilioCodec:
             case codec.RequestError(error=error):
                 self._complain(error.code, f"refused: {error.code}")
                 return []
+            case engine.EngineWarning(code=code):  # the carrier has no frame for it: log it
+                self._complain(code, f"engine warning: {code}")
+                return []
         return []
 
     def _audio(self, audio: bytes, text: str, *, flush: bool = False) -> list[codec.Frame]:
