@@ -18,8 +18,7 @@ from tests import databases
 from tests.factories import make_org, unique_name
 from tests.types import MakeAgent, MakeTenant, Tenant
 
-TEST_SECRET_KEY = "Xk7-WCe3E0wC2C8NCjIqePJ-aopCsseSNxN4fm6vUl0="
-"""PARLEY_SECRET_KEY of the tests: no key file is written in the working directory."""
+TEST_SECRET_KEY = databases.TEST_SECRET_KEY
 
 pytest_plugins = ["anyio"]
 

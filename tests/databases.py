@@ -24,6 +24,9 @@ from parley.db.engine import create_engine
 from parley.db.migrate import upgrade
 from parley.db.tables import Base
 
+TEST_SECRET_KEY = "Xk7-WCe3E0wC2C8NCjIqePJ-aopCsseSNxN4fm6vUl0="
+"""PARLEY_SECRET_KEY of the tests: no key file is written in the working directory."""
+
 
 def run_in_own_loop(coroutine: Coroutine[Any, Any, None]) -> None:
     """Run a coroutine to completion on a fresh loop in a thread (callable from any context)."""

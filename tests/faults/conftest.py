@@ -17,6 +17,7 @@ from parley.app import create_app
 from parley.config import Settings
 from parley.db.engine import create_engine
 from parley.db.migrate import upgrade
+from tests import databases
 from tests.databases import run_in_own_loop
 from tests.factories import make_org
 from tests.faults.pg_cluster import PostgresCluster
@@ -51,6 +52,7 @@ async def _migrate(url: str) -> None:
 
 def fault_settings(database_url: str, **overrides: Any) -> Settings:
     values: dict[str, Any] = {"database_url": database_url, "redis_url": None, **BOUNDS}
+    values["secret_key"] = databases.TEST_SECRET_KEY  # never a key file in the working directory
     values.update(overrides)
     return Settings(_env_file=None, **values)  # type: ignore[call-arg]
 

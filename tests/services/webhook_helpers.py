@@ -11,8 +11,9 @@ from parley.clock import SystemClock
 from parley.composition import RuntimeOptions, open_context
 from parley.records import OPERATOR, IssuedWebhook
 from parley.services import Context, webhooks
+from tests import databases
 
-TEST_SECRET_KEY = "Xk7-WCe3E0wC2C8NCjIqePJ-aopCsseSNxN4fm6vUl0="
+TEST_SECRET_KEY = databases.TEST_SECRET_KEY
 
 
 @asynccontextmanager
