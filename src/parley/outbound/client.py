@@ -13,16 +13,20 @@ Each call, in order (STYLE convention 22; stripe/smokescreen is the model):
    stream and abandoned past the byte cap; a compressed answer is refused (it was not
    asked for, and its size on the wire says nothing of its size unpacked).
 
-No environment proxy (`trust_env=False`) sits between the check and the request, and
-connections are not kept alive: a pooled connection to an address, opened for one host
-name, must not carry a request for another. The client logs nothing: a header or body may
-hold a secret.
+No environment proxy (`trust_env=False`) sits between the check and the request.
+Connections are kept alive, but each host name (with its scheme and port) has a pool of its
+own: a connection to an address, opened (and, for https, verified) for one host name, never
+carries a request for another. At most `MAX_POOLS` host names keep a pool (the least
+recently used one is closed); an idle connection is closed after `KEEPALIVE_SECONDS`. A
+webhook's deliveries then cost no new TCP and TLS handshake each. The client logs nothing:
+a header or body may hold a secret.
 """
 
 from __future__ import annotations
 
 import asyncio
 import socket
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -40,6 +44,12 @@ if TYPE_CHECKING:
 
 HostResolver = Callable[[str, int], Awaitable[Sequence[str]]]
 """Resolve (host, port) to IP address strings; injectable for tests."""
+
+MAX_POOLS = 64
+"""Host names that keep idle connections at once."""
+KEEPALIVE_SECONDS = 5.0
+"""An idle kept-alive connection is closed after this long."""
+KEEPALIVE_PER_HOST = 8
 
 
 async def resolve_host(host: str, port: int) -> list[str]:
@@ -70,20 +80,47 @@ class OutboundClient:
     def __init__(
         self, http: httpx.AsyncClient | None = None, *, resolve: HostResolver = resolve_host
     ) -> None:
-        """Use `http` (tests hand one a MockTransport, STYLE convention 5), else make one
-        that trusts no proxy settings, follows no redirects and keeps no connection."""
-        import httpx
-
-        self._http = http or httpx.AsyncClient(
-            trust_env=False,
-            follow_redirects=False,
-            limits=httpx.Limits(max_keepalive_connections=0),
-        )
+        """Use `http` for every call (tests hand one a MockTransport, STYLE convention 5),
+        else one pool per host name (see the module doc), trusting no proxy settings and
+        following no redirects."""
+        self._given = http
+        self._pools: OrderedDict[str, httpx.AsyncClient] = OrderedDict()
+        self._closing: set[asyncio.Future[None]] = set()
         self._resolve = resolve
 
     async def aclose(self) -> None:
-        """Close the underlying HTTP client."""
-        await self._http.aclose()
+        """Close the HTTP clients."""
+        if self._given is not None:
+            await self._given.aclose()
+        pools, self._pools = list(self._pools.values()), OrderedDict()
+        for pool in pools:
+            await pool.aclose()
+
+    def _pool(self, url: httpx.URL) -> httpx.AsyncClient:
+        """The client whose connections serve this host name only."""
+        if self._given is not None:
+            return self._given
+        import httpx
+
+        key = f"{url.scheme}://{url.raw_host.decode('ascii')}:{url.port}"
+        pool = self._pools.get(key)
+        if pool is not None:
+            self._pools.move_to_end(key)
+            return pool
+        if len(self._pools) >= MAX_POOLS:
+            _, oldest = self._pools.popitem(last=False)
+            # Closed in the background: a request still on it finishes or fails on its own.
+            task = asyncio.ensure_future(oldest.aclose())
+            self._closing.add(task)
+            task.add_done_callback(self._closing.discard)
+        pool = self._pools[key] = httpx.AsyncClient(
+            trust_env=False,
+            follow_redirects=False,
+            limits=httpx.Limits(
+                max_keepalive_connections=KEEPALIVE_PER_HOST, keepalive_expiry=KEEPALIVE_SECONDS
+            ),
+        )
+        return pool
 
     async def request(
         self,
@@ -151,7 +188,8 @@ class OutboundClient:
         }
         sent_headers["Host"] = url.netloc.decode("ascii")  # the name, not the address
         sent_headers["Accept-Encoding"] = "identity"
-        request = self._http.build_request(
+        http = self._pool(url)
+        request = http.build_request(
             method,
             url.copy_with(host=address),
             headers=sent_headers,
@@ -159,7 +197,7 @@ class OutboundClient:
             extensions={"sni_hostname": host} if url.scheme == "https" else {},
             timeout=timeout_s,
         )
-        response = await self._http.send(request, stream=True, follow_redirects=False)
+        response = await http.send(request, stream=True, follow_redirects=False)
         try:
             body = await _read_capped(response, max_bytes, policy)
         finally:
