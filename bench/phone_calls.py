@@ -1,7 +1,7 @@
 """Phone calls through the simulated Twilio carrier: end of the caller's speech to the first
 answer `media` frame, and word errors on the phone band (issue #19's goals).
 
-Run: `.venv/bin/python bench/phone_calls.py [--turns 22] [--calls 16] [--call-turns 4]`.
+Run: `.venv/bin/python bench/phone_calls.py [--turns 22] [--calls 16] [--call-turns 5]`.
 
 It starts `parley serve` (embedded SQLite, default engine: faster-whisper tiny.en, Silero
 VAD, hibari-tts, rule-based replies) as its own process on a free loopback port, sets a
@@ -15,7 +15,8 @@ between them) and the agent's audio played in real time with its marks echoed. P
 - the words stored as the caller's item, scored against the sentence (word error rate).
 
 Part 1: one call of `--turns` turns (the bench's sentences in turn): p50/p95 latency and WER.
-Part 2: `--calls` calls at once on the one process, each of `--call-turns` turns: p50/p95.
+Part 2: `--calls` calls at once on the one process (started within a second of each other),
+each of `--call-turns` turns: p50/p95.
 The caller starts its next sentence 0.5 s into each answer (a barge-in: the server clears
 the answer), as in a brisk conversation. Goals: part 1 p50 <= 0.6 s and WER <= 5 %;
 part 2 p95 <= 1.5 s with 16 calls.
@@ -75,7 +76,7 @@ async def set_up(base: str, key: str) -> Line:
     return Line(http, carrier, number, base.replace("http://", "ws://"))
 
 
-async def call(line: Line, sentences: list[str]) -> tuple[list[Turn], str]:
+async def call(line: Line, sentences: list[str], lead_s: float = 0.5) -> tuple[list[Turn], str]:
     """One call: each sentence in real time, then silence until the answer's first frame."""
     twiml = await line.carrier.call(to=line.number)
     if twiml.rejected:
@@ -83,7 +84,7 @@ async def call(line: Line, sentences: list[str]) -> tuple[list[Turn], str]:
     stream = await MediaStream.open(line.ws + MEDIA_PATH, twiml.parameters)
     turns: list[Turn] = []
     try:
-        await asyncio.sleep(0.5)
+        await asyncio.sleep(lead_s)
         for sentence in sentences:
             await stream.speak(phone_frames(LEAD_S, speech.spoken(sentence)))
             assert stream.speech_started_at is not None
@@ -138,7 +139,7 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--turns", type=int, default=len(speech.SENTENCES))
     parser.add_argument("--calls", type=int, default=16)
-    parser.add_argument("--call-turns", type=int, default=4)
+    parser.add_argument("--call-turns", type=int, default=5)
     args = parser.parse_args()
     sentences = list(speech.SENTENCES)
     with tempfile.TemporaryDirectory() as directory:
@@ -153,8 +154,12 @@ async def main() -> None:
             wer = word_error_rate(chosen, heard)
             print(report("one call", [t.latency for t in turns]))
             print(f"one call: word error rate on the phone band {100 * wer:.1f} %")
-            runs = [
-                call(line, [sentences[(n + i) % len(sentences)] for i in range(args.call_turns)])
+            runs = [  # staggered within a second, as bench/voice_turn.py's conversations
+                call(
+                    line,
+                    [sentences[(n + i) % len(sentences)] for i in range(args.call_turns)],
+                    lead_s=0.5 + 0.137 * n % 1.0,
+                )
                 for n in range(args.calls)
             ]
             results = await asyncio.gather(*runs)

@@ -171,6 +171,16 @@ async def test_call_socket_dropped_ends_conversation_within_5s(
     await line.until_status(conversation_id, "ended", within=5)
 
 
+async def test_call_ended_by_api_closes_media_socket_1000(
+    line: Line, call: tuple[MediaStream, str]
+) -> None:
+    stream, conversation_id = call
+    ended = await line.customer.api.post(f"/v1/conversations/{conversation_id}/end")
+    assert ended.status_code == 200, ended.text
+    assert (await stream.wait_closed(within=5))[0] == 1000
+    assert (await line.conversation(conversation_id))["ended_by"] == "api"
+
+
 async def test_call_agent_goodbye_heard_before_socket_closes(
     line: Line, call: tuple[MediaStream, str]
 ) -> None:

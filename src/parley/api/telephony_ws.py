@@ -65,7 +65,15 @@ async def media_socket(websocket: WebSocket) -> None:
         return
     wire = TwilioCodec(stream_sid=start.stream_sid, clock=ctx.clock)
     factory: EngineFactory = websocket.app.state.engine_factory
-    session = live.LiveSession(ctx, factory, handshake, wire, send=socket.send, close=socket.close)
+    session = live.LiveSession(
+        ctx,
+        factory,
+        handshake,
+        wire,
+        send=socket.send,
+        close=socket.close,
+        disconnect_code=socket.disconnect_code,
+    )
     await session.run(socket.receive_or_idle, opening=(call_configure(),))
     if session.conversation_id is None:  # refused before going live (a disabled agent)
         try:
@@ -97,6 +105,11 @@ class _Socket:
         self._websocket = websocket
         self._gone = False
         self._next: asyncio.Task[str | bytes | None] | None = None
+        self._disconnect_code: int | None = None
+
+    def disconnect_code(self) -> int | None:
+        """The close code the socket went away with (1001: the server is shutting down)."""
+        return self._disconnect_code
 
     async def receive(self) -> str | bytes | None:
         """Return the next frame, or None once the carrier has disconnected."""
@@ -105,6 +118,7 @@ class _Socket:
         message = await self._websocket.receive()
         if message["type"] == "websocket.disconnect":
             self._gone = True
+            self._disconnect_code = message.get("code")
             return None
         text: str | None = message.get("text")
         return text if text is not None else message.get("bytes") or b""
