@@ -323,3 +323,27 @@ def test_engine_warning_logged_never_sent(
     with caplog.at_level(logging.WARNING, "parley.services.live.twilio_codec"):
         assert wire.encode(engine.EngineWarning("utterance_dropped", "Too fast.")) == []
     assert "utterance_dropped" in caplog.text
+
+
+def test_interrupted_open_sentence_engine_share_scaled_to_played(
+    wire: TwilioCodec, clock: ManualClock
+) -> None:
+    frames = speak(wire, (800, "One two three four five six seven eight nine ten."))
+    frames += sent(wire.encode(engine.AudioChunk(b"\x00" * 800, "")))
+    first = next(item["mark"]["name"] for item in frames if item["event"] == "mark")
+    clock.now += 0.1
+    wire.decode(frame("mark", mark={"name": first}))  # 100 ms played
+    clock.now += 0.3  # the engine counts 400 ms; the carrier has played 200 (the next mark's)
+    wire.encode(engine.UserStartedSpeaking())
+    assert wire.heard("One two three four five six") == "One two three"  # half of the six
+
+
+def test_interrupted_open_sentence_played_in_step_keeps_engine_words(
+    wire: TwilioCodec, clock: ManualClock
+) -> None:
+    frames = speak(wire, (800, "One two three four five six seven eight nine ten."))
+    first = next(item["mark"]["name"] for item in frames if item["event"] == "mark")
+    clock.now += 0.1
+    wire.decode(frame("mark", mark={"name": first}))
+    wire.encode(engine.UserStartedSpeaking())
+    assert wire.heard("One two") == "One two"

@@ -12,7 +12,9 @@ marks still waiting at once. So:
 - marks echoed for cleared audio do not count: a `clear` freezes the position played, and
   the marks then in flight are forgotten;
 - an interrupted reply was heard up to that position: the sentences played through, and of
-  the sentence playing, the share of its words its played frames cover (cut at a word).
+  the sentence playing, the share of its words its played frames cover (cut at a word); for
+  a sentence not yet sent in full (its length unknown), the engine's share of it, scaled by
+  the time really played over the time the engine counted since it was sent.
 
 Positions are in bytes of mu-law 8 kHz audio (one byte a sample, 160 a 20 ms frame).
 """
@@ -32,9 +34,12 @@ MAX_FORGOTTEN_MARKS = 1024
 class _Reply:
     sentences: list[tuple[str, int]] = field(default_factory=list)
     """Each sentence and the position of its first byte."""
+    last_sentence_at: float = 0.0
+    """When the last sentence's first audio was sent (monotonic)."""
     end: int | None = None
     """The position after its last byte, once all of it was sent."""
     played_at_clear: int | None = None
+    cleared_at: float | None = None
 
 
 class Playback:
@@ -97,6 +102,7 @@ class Playback:
         """The carrier was told to drop what it holds: freeze what the reply had played."""
         if self._reply.played_at_clear is None:
             self._reply.played_at_clear = self.played()
+            self._reply.cleared_at = self._clock.monotonic()
         if len(self._forgotten) > MAX_FORGOTTEN_MARKS:
             self._forgotten.clear()
         self._forgotten.update(self._in_flight)
@@ -110,6 +116,7 @@ class Playback:
     def sentence(self, text: str, at: int) -> None:
         """A sentence begins at position `at` of the stream."""
         self._reply.sentences.append((text, at))
+        self._reply.last_sentence_at = self._clock.monotonic()
 
     def end_reply(self) -> None:
         self._reply.end = self._sent
@@ -119,6 +126,7 @@ class Playback:
         view, never exceeded); see the module doc."""
         reply = self._reply
         played = reply.played_at_clear if reply.played_at_clear is not None else self.played()
+        said_words = said.split()
         count = 0
         sentences = reply.sentences
         for index, (text, start) in enumerate(sentences):
@@ -129,8 +137,19 @@ class Playback:
                 continue
             if played <= start:
                 break
-            if end is None:  # still being sent: its length is unknown, the engine's view holds
-                return said
-            count += len(words) * (played - start) // (end - start)
+            if end is not None:
+                count += len(words) * (played - start) // (end - start)
+            else:  # still being sent: its length is unknown, so scale the engine's share of
+                # it (by its clock, since the sentence was sent) to the time really played
+                count += self._open_share(len(said_words) - count, played - start)
             break
-        return " ".join(said.split()[:count])
+        return " ".join(said_words[:count])
+
+    def _open_share(self, engine_words: int, played: int) -> int:
+        reply = self._reply
+        now = reply.cleared_at if reply.cleared_at is not None else self._clock.monotonic()
+        engine_seconds = now - reply.last_sentence_at
+        if engine_words <= 0 or engine_seconds <= 0:
+            return max(engine_words, 0)
+        share = min(1.0, played / BYTES_PER_SECOND / engine_seconds)
+        return int(engine_words * share + 1e-6)  # 0.2 / 0.2 s may come out as 0.999…
