@@ -415,6 +415,13 @@ async def test_session_items_stored_user_and_assistant(ctx: Context, start: Star
     live = await start()
     conversation_id = await live.configure()
     live.socket.push({"type": "generate_reply", "user_message": "  Where is my order? "})
+    for _ in range(200):  # the typed turn is stored before the scripted engine answers it
+        typed = await conversations.get_conversation(
+            ctx, org_id=live.org.org.id, conversation_id=conversation_id
+        )
+        if typed.items:
+            break
+        await asyncio.sleep(0.01)
     for event in (
         engine.AssistantStartedSpeaking(),
         engine.AudioChunk(audio=b"\x00\x00", text="It shipped."),
