@@ -349,7 +349,9 @@ async def test_agent_disabled_between_webhook_and_start_refused_nothing_live(
     assert disabled.status_code == 200, disabled.text
     assert await refused(line, twiml) == (1008, "agent_disabled")
     await line.until_status(conversation_id, "ended", within=5)  # not left pending
-    assert (await line.conversation(conversation_id))["items"] == []
+    found = await line.conversation(conversation_id)
+    assert found["items"] == []
+    assert found["ended_by"] == "error"
 
 
 # --- bad input -------------------------------------------------------------------------

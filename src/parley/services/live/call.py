@@ -10,8 +10,9 @@ be revoked.
 
 from __future__ import annotations
 
+from parley.clock import utcnow
+from parley.db.repos import conversations as conversation_repo
 from parley.errors import ConversationEnded
-from parley.records import SYSTEM
 from parley.services import conversations, telephony
 from parley.services.authn import Principal
 from parley.services.context import Context
@@ -42,11 +43,13 @@ async def open_call(ctx: Context, *, conversation_id: str, stream_token: str) ->
 
 async def abandon_call(ctx: Context, *, org_id: str, conversation_id: str) -> None:
     """End a call whose stream was redeemed but whose conversation never went live (its
-    agent was disabled meanwhile): it must not stay `pending` with its token used up."""
-    found = await conversations.get_conversation(
-        ctx, org_id=org_id, conversation_id=conversation_id
-    )
-    if found.status == "pending":
-        await conversations.end_conversation(
-            ctx, org_id=org_id, conversation_id=conversation_id, actor=SYSTEM
+    agent was disabled meanwhile): it must not stay `pending` with its token used up.
+    `ended_by` is `error`: the call failed, no one ended it."""
+    async with ctx.db.transaction() as session:
+        found = await conversation_repo.find(session, org_id, conversation_id, for_update=True)
+        if found is None or found.status != "pending":
+            return
+        await conversation_repo.end(session, found, at=utcnow(ctx.clock), ended_by="error")
+        await conversations.announce_ended(
+            session, ctx, org_id=org_id, conversation_id=conversation_id
         )
