@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from parley.clock import utcnow
 from parley.db.repos import conversations as conversation_repo
-from parley.errors import ConversationEnded
+from parley.errors import ConversationEnded, Unavailable
 from parley.services import conversations, telephony
 from parley.services.authn import Principal
 from parley.services.context import Context
@@ -36,7 +36,12 @@ async def open_call(ctx: Context, *, conversation_id: str, stream_token: str) ->
         conversation_ids=frozenset({conversation.id}),
     )
     handshake = Handshake(principal, conversation.id, False, None, None)
-    if await revocation_verdict(ctx, handshake, conversation.id) is not None:
+    try:  # the watchdog must be able to watch it: the shared store answers (fail closed)
+        verdict = await revocation_verdict(ctx, handshake, conversation.id)
+    except Unavailable:
+        await abandon_call(ctx, org_id=org_id, conversation_id=conversation.id)  # token used
+        raise
+    if verdict is not None:
         raise ConversationEnded()
     return handshake
 
