@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from parley import errors
-from parley.api.errors import STATUS_BY_KIND, status_for
+from parley.error_status import STATUS_BY_KIND, status_for
 
 SHARED_ON_PURPOSE = [{"InvalidSignature", "InvalidCarrierSignature"}]
 """`invalid_signature`, the spec's label, of two credentials: a JWT's (401, API.md 7 step 3)

@@ -29,7 +29,7 @@
      └── Unavailable ............... a dependency is down; fails closed (Retry-After 2 s)
           └── JwksUnavailable
 
-The kinds describe the domain, not HTTP: `parley.api.errors` maps them to statuses by
+The kinds describe the domain, not HTTP: `parley.error_status` maps them to statuses by
 walking each class's MRO. Each class carries a class-level `code` and default `message`.
 """
 

@@ -1,7 +1,7 @@
-"""One table maps error kinds to HTTP statuses; every non-2xx body is the error envelope.
+"""Every non-2xx body is the error envelope; statuses come from `parley.error_status`.
 
 `{"error": {"message": str, "code": str}}`, plus `param_errors` on 400 validation failures
-(API.md section 0). Lookup walks the error's MRO, as Starlette finds exception handlers.
+(API.md section 0).
 """
 
 from __future__ import annotations
@@ -17,20 +17,9 @@ from starlette.routing import Match, Mount
 
 from parley import errors, metrics
 from parley.api.deps import context_of, get_api_key_principal
+from parley.error_status import status_for
 
 log = logging.getLogger("parley.api")
-
-STATUS_BY_KIND: dict[type[errors.ParleyError], int] = {
-    errors.InvalidRequest: 400,
-    errors.Unauthorized: 401,
-    errors.Forbidden: 403,
-    errors.NotFound: 404,
-    errors.Conflict: 409,
-    errors.PayloadTooLarge: 413,
-    errors.RateLimited: 429,
-    errors.Unavailable: 503,
-    errors.ParleyError: 500,
-}
 
 _HTTP_CODES = {
     400: ("invalid_request", "The request is invalid."),
@@ -54,14 +43,6 @@ AUTH_REFUSAL_CODES = frozenset(
     }
 )
 """Besides every 401: the refusals of a credential (API.md sections 1 and 7)."""
-
-
-def status_for(error: errors.ParleyError) -> int:
-    """Return the HTTP status of an error kind, found along its MRO."""
-    for cls in type(error).__mro__:
-        if cls in STATUS_BY_KIND:
-            return STATUS_BY_KIND[cls]
-    return 500
 
 
 def error_body(error: errors.ParleyError) -> dict[str, Any]:

@@ -11,11 +11,12 @@ from fastapi import APIRouter, Depends, Request
 from starlette.datastructures import FormData
 from starlette.responses import RedirectResponse, Response
 
+from parley.error_status import status_for
 from parley.errors import ParleyError, ValidationFailed
 from parley.services import api_keys, audit, conversations, jwt_config, session_tokens, token_check
 from parley.web import forms
 from parley.web.form_state import FORM_ERRORS, FailedForm
-from parley.web.render import SIGN_IN_PATH, PageRoute, done, notice, page, status_for
+from parley.web.render import SIGN_IN_PATH, PageRoute, done, notice, page
 from parley.web.session import Visitor, checked_form, context_of, visitor
 
 router = APIRouter(prefix="/dashboard", route_class=PageRoute, include_in_schema=False)

@@ -19,13 +19,14 @@ from fastapi import APIRouter, Depends, Request
 from starlette.datastructures import FormData
 from starlette.responses import Response
 
+from parley.error_status import status_for
 from parley.errors import TelephonyNotConfigured
 from parley.records import Agent, TwilioAccount
 from parley.services import agents, telephony
 from parley.services.context import Context
 from parley.web import forms
 from parley.web.form_state import FORM_ERRORS, FailedForm
-from parley.web.render import PageRoute, done, notice, page, status_for
+from parley.web.render import PageRoute, done, notice, page
 from parley.web.session import Visitor, checked_form, context_of, visitor
 from parley.web.tools import every
 

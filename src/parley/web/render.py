@@ -1,4 +1,5 @@
-"""Rendering: the templates, the page route that turns errors into pages, the status table."""
+"""Rendering: the templates, the page route that turns errors into pages (statuses from
+`parley.error_status`)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from starlette.responses import RedirectResponse, Response
 from starlette.templating import Jinja2Templates
 
 from parley import errors
+from parley.error_status import status_for
 from parley.services import orgs
 from parley.web.agent_forms import variable_rows
 from parley.web.form_state import form_state
@@ -29,25 +31,6 @@ from parley.web.tool_forms import (
 HERE = Path(__file__).parent
 templates = Jinja2Templates(directory=HERE / "templates")
 SIGN_IN_PATH = "/dashboard/sign-in"
-
-# The status of each error kind on a page: the same kinds as the REST API's table.
-STATUS_BY_KIND: dict[type[errors.ParleyError], int] = {
-    errors.InvalidRequest: 400,
-    errors.Unauthorized: 401,
-    errors.Forbidden: 403,
-    errors.NotFound: 404,
-    errors.Conflict: 409,
-    errors.PayloadTooLarge: 413,
-    errors.RateLimited: 429,
-    errors.Unavailable: 503,
-}
-
-
-def status_for(error: errors.ParleyError) -> int:
-    for cls in type(error).__mro__:
-        if cls in STATUS_BY_KIND:
-            return STATUS_BY_KIND[cls]
-    return 500
 
 
 def code_spans(text: str) -> Markup:

@@ -11,6 +11,7 @@ from starlette.datastructures import FormData
 from starlette.responses import RedirectResponse, Response
 from starlette.staticfiles import StaticFiles
 
+from parley.error_status import status_for
 from parley.errors import ProjectNotFound, ValidationFailed
 from parley.records import UNSET, Agent, AgentPatch, AgentSpec
 from parley.services import agents
@@ -26,7 +27,6 @@ from parley.web.render import (
     error_page,
     notice,
     page,
-    status_for,
 )
 from parley.web.render import templates as page_templates
 from parley.web.security import DashboardHeadersMiddleware

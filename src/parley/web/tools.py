@@ -11,13 +11,14 @@ from fastapi import APIRouter, Depends, Request
 from starlette.datastructures import FormData
 from starlette.responses import Response
 
+from parley.error_status import status_for
 from parley.errors import ProjectNotFound
 from parley.records import Agent, Page, Tool
 from parley.services import agents, tools
 from parley.services.context import Context
 from parley.web import forms, tool_forms
 from parley.web.form_state import FORM_ERRORS, FailedForm
-from parley.web.render import PageRoute, done, notice, page, status_for
+from parley.web.render import PageRoute, done, notice, page
 from parley.web.session import Visitor, checked_form, context_of, visitor
 
 router = APIRouter(prefix="/dashboard", route_class=PageRoute, include_in_schema=False)

@@ -15,13 +15,14 @@ from fastapi import APIRouter, Depends, Request
 from starlette.datastructures import FormData
 from starlette.responses import RedirectResponse, Response
 
+from parley.error_status import status_for
 from parley.ids import looks_like_id
 from parley.records import Webhook
 from parley.services import webhooks
 from parley.services.events import EVENT_TYPES
 from parley.web import webhook_forms
 from parley.web.form_state import FORM_ERRORS, FailedForm
-from parley.web.render import PageRoute, done, notice, page, status_for
+from parley.web.render import PageRoute, done, notice, page
 from parley.web.session import Visitor, checked_form, context_of, visitor
 
 router = APIRouter(prefix="/dashboard", route_class=PageRoute, include_in_schema=False)
