@@ -19,18 +19,31 @@ from pydantic import (
 )
 
 from parley.clock import isoformat
+from parley.engine.audio import AudioFormat as EngineAudioFormat
 from parley.ids import NAME_RULE, is_valid_name
 from parley.records import Agent, ApiKey, AuditEvent, Project, ProjectRef
+from parley.services import agents
 from parley.services.api_keys import MAX_NAME_LENGTH as MAX_KEY_NAME
 from parley.services.templates import NAME_RULE as VARIABLE_NAME_RULE
 from parley.services.templates import is_variable_name
 from parley.text import JsonObject, Label, Text
 
-AudioFormat = Literal["pcm_44100", "pcm_24000", "pcm_16000", "pcm_8000", "mulaw_8000"]
 Language = Literal["en"]
 _E164 = re.compile(r"\+[1-9][0-9]{1,14}")
-DEFAULT_VOICE_ID = "us_female"
-DEFAULT_AUDIO_FORMAT: AudioFormat = "pcm_16000"
+
+
+def _audio_format(value: str) -> str:
+    if value not in EngineAudioFormat.names():
+        raise ValueError(f"must be one of {EngineAudioFormat.listed()}")
+    return value
+
+
+# The engine's enum is the one list of formats; the schema shows it as a string enum.
+AudioFormat = Annotated[
+    str,
+    AfterValidator(_audio_format),
+    Field(json_schema_extra={"enum": list(EngineAudioFormat.names())}),
+]
 
 
 def _name(value: str) -> str:
@@ -191,11 +204,11 @@ class AgentCreate(Input):
     project: Annotated[Label, StringConstraints(max_length=64)] | None = Field(
         default=None, description="Project name or ID; default `main`."
     )
-    voice_id: VoiceId = DEFAULT_VOICE_ID
-    system_prompt: SystemPrompt = ""
+    voice_id: VoiceId = agents.DEFAULT_VOICE_ID
+    system_prompt: SystemPrompt = agents.DEFAULT_SYSTEM_PROMPT
     welcome_message: WelcomeMessage | None = None
-    language: Language = "en"
-    audio_format: AudioFormat = DEFAULT_AUDIO_FORMAT
+    language: Language = agents.DEFAULT_LANGUAGE
+    audio_format: AudioFormat = agents.DEFAULT_AUDIO_FORMAT
     phone_numbers: PhoneNumbers = Field(default_factory=list)
     tools: ToolNames = Field(
         default_factory=list,

@@ -40,12 +40,23 @@ class AudioFormat(enum.StrEnum):
     MULAW_8000 = "mulaw_8000"
 
     @classmethod
+    def names(cls) -> tuple[str, ...]:
+        """The wire names of every format, in declaration order."""
+        return tuple(member.value for member in cls)
+
+    @classmethod
+    def listed(cls) -> str:
+        """The names as a sentence's list: `pcm_44100, ..., pcm_8000 or mulaw_8000`."""
+        *head, last = cls.names()
+        return f"{', '.join(head)} or {last}"
+
+    @classmethod
     def parse(cls, name: str) -> AudioFormat:
         """Return the format called `name`; raise UnknownAudioFormat for any other name."""
         try:
             return cls(name)
         except ValueError:
-            raise UnknownAudioFormat() from None
+            raise UnknownAudioFormat(f"Unknown audio format; use {cls.listed()}.") from None
 
     @property
     def sample_rate(self) -> int:

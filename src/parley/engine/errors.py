@@ -27,7 +27,7 @@ from parley.errors import Conflict, InvalidRequest, RateLimited, Unavailable
 
 class UnknownAudioFormat(InvalidRequest):
     code = "unknown_audio_format"
-    message = "Unknown audio format; use pcm_44100, pcm_24000, pcm_16000, pcm_8000 or mulaw_8000."
+    message = "Unknown audio format."  # AudioFormat.parse names the formats, from the enum
 
 
 class InvalidAudioChunk(InvalidRequest, ValueError):

@@ -20,13 +20,14 @@ Rules:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TypeVar
+from typing import Final, TypeVar
 
 from parley.clock import utcnow
 from parley.db.repos import agents as agent_repo
 from parley.db.repos import projects as project_repo
 from parley.db.repos.agents import AgentState
 from parley.db.session import Session
+from parley.engine.audio import AudioFormat
 from parley.errors import (
     AgentDisabled,
     AgentNotFound,
@@ -49,6 +50,13 @@ from parley.services.voices import SpeechCatalog, check_speech
 T = TypeVar("T")
 
 UNIQUE_VIOLATIONS = agent_repo.UNIQUE_VIOLATIONS
+
+# The defaults of an agent created without these fields, for the API and the dashboard alike.
+DEFAULT_VOICE_ID = "us_female"
+"""A voice alias every synthesizer knows (services/voices.py)."""
+DEFAULT_LANGUAGE: Final = "en"
+DEFAULT_SYSTEM_PROMPT = ""
+DEFAULT_AUDIO_FORMAT: str = AudioFormat.PCM_16000.value
 
 
 async def create_agent(

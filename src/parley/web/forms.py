@@ -12,10 +12,16 @@ from typing import Any
 
 from starlette.datastructures import FormData
 
+from parley.engine.audio import AudioFormat
 from parley.errors import ValidationFailed
 from parley.ids import CONVERSATION_ID_RULE, NAME_RULE, is_valid_conversation_id, is_valid_name
+from parley.services.agents import DEFAULT_AUDIO_FORMAT
 
-AUDIO_FORMATS = ("pcm_16000", "pcm_8000", "pcm_24000", "pcm_44100", "mulaw_8000")
+# The engine's formats, the agents' default first (the form's preselected choice).
+AUDIO_FORMATS = (
+    DEFAULT_AUDIO_FORMAT,
+    *(name for name in AudioFormat.names() if name != DEFAULT_AUDIO_FORMAT),
+)
 E164 = re.compile(r"\+[1-9][0-9]{1,14}")
 MAX_NUMBERS = 20
 PEM_END = "-----END PUBLIC KEY-----"

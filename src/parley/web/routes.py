@@ -216,10 +216,11 @@ async def create_agent(request: Request, signed_in: SignedIn, form: CheckedForm)
     try:
         spec = AgentSpec(
             name=forms.name(form),
-            voice_id=forms.text(form, "voice_id", max_length=100) or "us_female",
-            system_prompt=forms.text(form, "system_prompt", max_length=20_000),
+            voice_id=forms.text(form, "voice_id", max_length=100) or agents.DEFAULT_VOICE_ID,
+            system_prompt=forms.text(form, "system_prompt", max_length=20_000)
+            or agents.DEFAULT_SYSTEM_PROMPT,
             welcome_message=forms.text(form, "welcome_message", max_length=2_000) or None,
-            language="en",
+            language=agents.DEFAULT_LANGUAGE,
             audio_format=forms.audio_format(form),
             phone_numbers=forms.phone_numbers(form),
             tools=agent_forms.tool_names(form),
