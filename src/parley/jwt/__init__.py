@@ -26,6 +26,7 @@ from parley.jwt.errors import (
     KeyRejected,
     TokenExpired,
     TokenNotYetValid,
+    quoted,
 )
 from parley.jwt.jwks import FetchedJwks, JwksFetcher, parse_max_age
 from parley.jwt.keys import (
@@ -119,6 +120,7 @@ __all__ = [
     "parse_max_age",
     "parse_token",
     "public_jwk",
+    "quoted",
     "rate_limit_key",
     "replay_key",
     "thumbprint",

@@ -22,7 +22,20 @@ The messages are the spec's labels (spec section 7), which the API returns verba
 
 from __future__ import annotations
 
+import json
+from typing import Final
+
 from parley.errors import Conflict, Forbidden, InvalidRequest, JwksUnreachable, Unauthorized
+
+QUOTE_LIMIT: Final = 80
+
+
+def quoted(value: object) -> str:
+    """Show a token's value in a reason: backticked, JSON unless a string, at most 80 chars."""
+    text = value if isinstance(value, str) else json.dumps(value)
+    if len(text) > QUOTE_LIMIT:
+        text = text[: QUOTE_LIMIT - 1] + "…"
+    return f"`{text}`"
 
 
 class InvalidToken(Unauthorized):
@@ -30,6 +43,16 @@ class InvalidToken(Unauthorized):
 
     code = "invalid_token"
     message = "invalid token"
+    detail = ""
+    """Which rule of steps 1, 4 or 8 the token broke, in plain words, set by the step that
+    refused it: the token checker shows it; the API answers with the label alone."""
+
+    @classmethod
+    def because(cls, detail: str) -> InvalidToken:
+        """Return the error with its `detail`."""
+        error = cls()
+        error.detail = detail
+        return error
 
 
 class InvalidSignature(Unauthorized):

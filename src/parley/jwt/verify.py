@@ -35,7 +35,7 @@ from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
 
 from parley.clock import Clock
 from parley.errors import RateLimited
-from parley.ids import has_control_characters, is_valid_conversation_id
+from parley.ids import CONVERSATION_ID_RULE, has_control_characters, is_valid_conversation_id
 from parley.jwt._codec import MalformedError, b64url_decode, is_text, json_object
 from parley.jwt.errors import (
     ConversationIdMismatch,
@@ -46,6 +46,7 @@ from parley.jwt.errors import (
     JtiReplayed,
     TokenExpired,
     TokenNotYetValid,
+    quoted,
 )
 from parley.jwt.keys import ALGORITHMS, Algorithm, PublicKey, VerificationKey
 from parley.jwt.policy import IssuerPolicy
@@ -103,27 +104,51 @@ class VerifiedToken:
 
 def parse_token(token: object) -> ParsedToken:
     """Step 1: parse the compact JWS (RFC 7515 section 7.1) and its header, strictly."""
-    if type(token) is not str or len(token) > MAX_TOKEN_BYTES or not token.isascii():
-        raise InvalidToken
+    if type(token) is not str:
+        raise InvalidToken.because("the token is not text")
+    if len(token) > MAX_TOKEN_BYTES:
+        reason = f"the token is {len(token)} bytes; at most 8 KiB ({MAX_TOKEN_BYTES}) are accepted"
+        raise InvalidToken.because(reason)
+    if not token.isascii():
+        raise InvalidToken.because("the token holds characters outside ASCII")
     raw = token.encode("ascii")
     segments = raw.split(b".")
     if len(segments) != 3:
-        raise InvalidToken
+        reason = f"a JWT has three dot-separated segments; this one has {len(segments)}"
+        raise InvalidToken.because(reason)
     encoded_header, encoded_claims, encoded_signature = segments
+    header = _segment_object(encoded_header, "header")
+    claims = _segment_object(encoded_claims, "payload")
     try:
-        header = json_object(b64url_decode(encoded_header))
-        claims = json_object(b64url_decode(encoded_claims))
         signature = b64url_decode(encoded_signature)
-    except MalformedError:
-        raise InvalidToken from None
+    except MalformedError as error:
+        raise InvalidToken.because(
+            f"the signature segment is not strict base64url ({error})"
+        ) from None
     alg, kid, iss = header.get("alg"), header.get("kid"), claims.get("iss")
-    if type(alg) is not str or alg not in ALGORITHMS or not is_text(kid) or not is_text(iss):
-        raise InvalidToken
+    if type(alg) is not str or alg not in ALGORITHMS:
+        raise InvalidToken.because(f"alg {quoted(alg)} is not one of {', '.join(ALGORITHMS)}")
+    if not is_text(kid):
+        raise InvalidToken.because("the header has no kid (a non-empty string)")
+    if not is_text(iss):
+        raise InvalidToken.because("the payload has no iss (a non-empty string)")
     # RFC 7515 section 4.1.11: no extension is understood, so any `crit` is refused.
-    if "crit" in header or header.get("typ", "JWT") != "JWT":
-        raise InvalidToken
+    if "crit" in header:
+        raise InvalidToken.because("the header has crit: no extension is accepted")
+    if header.get("typ", "JWT") != "JWT":
+        raise InvalidToken.because(f"typ is {quoted(header.get('typ'))}; it must be JWT or absent")
     signing_input = raw[: len(encoded_header) + 1 + len(encoded_claims)]
     return ParsedToken(header, claims, signing_input, signature, cast(Algorithm, alg), kid, iss)
+
+
+def _segment_object(encoded: bytes, name: str) -> dict[str, Any]:
+    try:
+        return json_object(b64url_decode(encoded))
+    except MalformedError as error:
+        raise InvalidToken.because(
+            f"the {name} is not a JSON object in strict base64url ({error}; no padding, "
+            "no '+' or '/', no duplicate names)"
+        ) from None
 
 
 async def find_issuer(iss: str, issuers: IssuerResolver) -> IssuerPolicy:
@@ -193,23 +218,27 @@ def check_claim_types(claims: dict[str, Any], policy: IssuerPolicy) -> None:
     """
     aud = claims.get("aud")
     if type(aud) is not str and not (type(aud) is list and all(type(a) is str for a in aud)):
-        raise InvalidToken
-    if not is_text(claims.get("sub")) or not is_text(claims.get("conversation_id")):
-        raise InvalidToken
+        raise InvalidToken.because("aud must be a string or an array of strings")
+    for name in ("sub", "conversation_id"):
+        if not is_text(claims.get(name)):
+            raise InvalidToken.because(f"{name} must be a non-empty string")
     if not is_valid_conversation_id(claims["conversation_id"]):
-        raise InvalidToken
+        reason = f"conversation_id {quoted(claims['conversation_id'])}: {CONVERSATION_ID_RULE}"
+        raise InvalidToken.because(reason)
     if has_control_characters(claims["sub"]):
-        raise InvalidToken
-    if type(claims.get("exp")) is not int or type(claims.get("iat")) is not int:
-        raise InvalidToken
+        raise InvalidToken.because("sub holds a control character")
+    for name in ("exp", "iat"):
+        if type(claims.get(name)) is not int:
+            raise InvalidToken.because(f"{name} must be an integer (seconds since 1970)")
     if "nbf" in claims and type(claims["nbf"]) is not int:
-        raise InvalidToken
+        raise InvalidToken.because("nbf, when present, must be an integer")
     if "jti" in claims:
         jti = claims["jti"]
         if not is_text(jti) or len(jti) > MAX_JTI_LENGTH:
-            raise InvalidToken
+            reason = f"jti must be a non-empty string of at most {MAX_JTI_LENGTH} characters"
+            raise InvalidToken.because(reason)
     elif policy.require_jti:
-        raise InvalidToken
+        raise InvalidToken.because("your settings require a jti, and the token has none")
 
 
 def check_audience(aud: str | list[str], policy: IssuerPolicy) -> None:
@@ -232,8 +261,13 @@ def check_not_before(nbf: int | None, now: float) -> None:
 
 def check_lifetime(iat: int, exp: int, now: float, policy: IssuerPolicy) -> None:
     """Step 8: `iat` <= now + 30 s and `exp` - `iat` <= the maximum lifetime."""
-    if iat > now + SKEW_SECONDS or exp - iat > policy.max_lifetime_seconds:
-        raise InvalidToken
+    if iat > now + SKEW_SECONDS:
+        reason = f"iat is {int(iat - now)} s in the future ({SKEW_SECONDS} s of skew allowed)"
+        raise InvalidToken.because(reason)
+    if exp - iat > policy.max_lifetime_seconds:
+        raise InvalidToken.because(
+            f"exp - iat is {exp - iat} s; the maximum lifetime is {policy.max_lifetime_seconds} s"
+        )
 
 
 async def verify(token: str, *, issuers: IssuerResolver, clock: Clock) -> VerifiedToken:
