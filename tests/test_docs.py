@@ -109,3 +109,11 @@ def test_gitignore_ignores_default_key_directory() -> None:
         check=False,
     )
     assert result.returncode == 0, result.stderr
+
+
+@pytest.mark.parametrize("package", ["api", "web"])
+def test_architecture_names_every_module_of_the_http_layer(package: str) -> None:
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    modules = sorted((ROOT / "src" / "parley" / package).glob("*.py"))
+    missing = [m.name for m in modules if m.name != "__init__.py" and f"`{m.name}`" not in text]
+    assert missing == []

@@ -10,7 +10,9 @@ import inspect
 import pkgutil
 import subprocess
 import sys
+import tomllib
 import typing
+from pathlib import Path
 from types import ModuleType
 
 import parley.db.repos
@@ -103,3 +105,25 @@ def test_repositories_return_records() -> None:
                 if issubclass(kind, Base)
             ]
     assert found == []
+
+
+INDIRECT_ALLOWED = {
+    "HTTP layer never touches persistence libraries",
+    "The command line reaches the HTTP layer only through app",
+    "The dashboard uses the services, like the API, and nothing below them",
+    "Services leave SQL to the repositories",
+}
+"""The forbidden contracts whose rule legitimately holds through a module in between."""
+
+
+def test_import_contracts_refuse_indirect_imports_except_the_listed() -> None:
+    """Each exception is a decision, made here and explained in a comment beside it."""
+    root = Path(__file__).resolve().parents[1]
+    text = (root / "pyproject.toml").read_text(encoding="utf-8")
+    contracts = tomllib.loads(text)["tool"]["importlinter"]["contracts"]
+    allowed = {c["name"] for c in contracts if c.get("allow_indirect_imports", False)}
+    assert allowed == INDIRECT_ALLOWED
+    lines = text.splitlines()
+    for number, line in enumerate(lines):
+        if line.replace(" ", "") == "allow_indirect_imports=true":
+            assert lines[number - 1].startswith("# Indirect imports allowed:")

@@ -36,7 +36,7 @@ from parley.api.routes import (
     voices,
     webhooks,
 )
-from parley.api.ws_protocol import WS_PROTOCOL
+from parley.api.uvicorn_ws import WS_PROTOCOL
 from parley.clock import Clock, SystemClock
 from parley.composition import open_context
 from parley.config import Settings

@@ -100,7 +100,7 @@ def _run_uvicorn(*, host: str, port: int, workers: int, settings: Settings) -> N
         loop="uvloop",
         # Header and body time-outs, the connection cap, 414/431 (parley/api/http_protocol.py).
         http=http_protocol(settings),
-        ws=WS_PROTOCOL,  # shutdown closes sockets with 1001 (parley/api/ws_protocol.py)
+        ws=WS_PROTOCOL,  # shutdown closes sockets with 1001 (parley/api/uvicorn_ws.py)
         # API.md section 8: a frame over 1 MiB closes the socket with 1009.
         ws_max_size=MAX_MESSAGE_BYTES,
         access_log=False,

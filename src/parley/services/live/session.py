@@ -463,7 +463,7 @@ class _Setup:
 
 
 GOING_AWAY = 1001
-"""The close code of a socket the server closes as it shuts down (api/ws_protocol.py)."""
+"""The close code of a socket the server closes as it shuts down (api/uvicorn_ws.py)."""
 TRY_AGAIN_LATER = 1013
 """RFC 6455 section 7.4.2 (IANA registry): a dependency is unavailable; retry later."""
 

@@ -1,4 +1,4 @@
-"""uvicorn's WebSocket protocol, saying "going away" (1001) when the server shuts down.
+"""A uvicorn WebSocket protocol subclass: "going away" (1001) when the server shuts down.
 
 On SIGTERM uvicorn closes every open WebSocket with 1012 ("service restart") before the
 application hears of it. A conversation's client should hear 1001 ("going away": the
@@ -16,14 +16,14 @@ from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIO
 
 from parley.api.client_faults import CLIENT_FAULTS
 
-WS_PROTOCOL: Final = "parley.api.ws_protocol:GoingAwayWebSocketProtocol"
+WS_PROTOCOL: Final = "parley.api.uvicorn_ws:UvicornWebSocketProtocol"
 GOING_AWAY: Final = 1001
 SHUTDOWN_REASON: Final = "server shutting down"
 INVALID_DATA: Final = 1007
 INVALID_UTF8_REASON: Final = "invalid UTF-8 in a text frame"
 
 
-class GoingAwayWebSocketProtocol(WebSocketsSansIOProtocol):
+class UvicornWebSocketProtocol(WebSocketsSansIOProtocol):
     """uvicorn's sans-I/O websockets protocol; shutdown closes open sockets with 1001, and
     invalid UTF-8 closes with 1007 and one rate-limited warning."""
 
