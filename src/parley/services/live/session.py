@@ -84,13 +84,14 @@ class LiveSession:
         *,
         send: Send,
         close: Close,
-        config_timeout: float = CONFIG_TIMEOUT_SECONDS,
+        config_timeout: float | None = None,
         disconnect_code: Callable[[], int | None] | None = None,
     ) -> None:
         """`disconnect_code` tells the close code of a socket that went away (1001: the
         server is shutting down), so the conversation's `ended_by` says `shutdown`."""
         self._ctx = ctx
-        self._config_timeout = config_timeout
+        # Read at call time, not when the module loads: the default may be tuned at run time.
+        self._config_timeout = CONFIG_TIMEOUT_SECONDS if config_timeout is None else config_timeout
         self._disconnect_code = disconnect_code
         self._factory = factory
         self._handshake = handshake
