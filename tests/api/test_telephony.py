@@ -534,16 +534,16 @@ async def test_redeem_stream_token_concurrently_only_one_wins(
     ids=["guess", "empty", "oversized", "longer"],
 )
 async def test_redeem_stream_token_wrong_token_keeps_the_right_one(
-    ctx: Context, carrier: SimulatedCarrier, agent: dict[str, Any], wrong: str
+    ctx: Context, tenant: Tenant, carrier: SimulatedCarrier, agent: dict[str, Any], wrong: str
 ) -> None:
     conversation_id, token = await _answered(carrier)
     attempt = token + "x" if wrong == "the-right-one-plus" else wrong
     with pytest.raises(InvalidStreamToken):
         await telephony.redeem_stream_token(ctx, conversation_id=conversation_id, token=attempt)
-    org_id, _ = await telephony.redeem_stream_token(
+    org_id, redeemed = await telephony.redeem_stream_token(
         ctx, conversation_id=conversation_id, token=token
     )
-    assert org_id
+    assert (org_id, redeemed.id) == (tenant.org.id, conversation_id)
 
 
 async def test_redeem_stream_token_of_another_conversation_refused(

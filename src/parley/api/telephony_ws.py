@@ -15,9 +15,9 @@ import asyncio
 import logging
 
 from fastapi import APIRouter, WebSocket
-from starlette.websockets import WebSocketDisconnect, WebSocketState
 
 from parley.api.deps import context_of
+from parley.api.session_socket import SessionSocket
 from parley.engine import EngineFactory
 from parley.errors import InvalidRequest, ParleyError, Unavailable
 from parley.services import live
@@ -98,30 +98,13 @@ async def _opening(socket: _Socket) -> StreamStart:
     raise AssertionError("unreachable")
 
 
-class _Socket:
-    """The accepted socket as the session sees it; sending and closing never raise."""
+class _Socket(SessionSocket):
+    """The media socket: the session's socket, and a read that yields IDLE_FRAME when the
+    carrier is silent (the codec's DTMF pause and the flood meter need the clock to tick)."""
 
     def __init__(self, websocket: WebSocket) -> None:
-        self._websocket = websocket
-        self._gone = False
+        super().__init__(websocket)
         self._next: asyncio.Task[str | bytes | None] | None = None
-        self._disconnect_code: int | None = None
-
-    def disconnect_code(self) -> int | None:
-        """The close code the socket went away with (1001: the server is shutting down)."""
-        return self._disconnect_code
-
-    async def receive(self) -> str | bytes | None:
-        """Return the next frame, or None once the carrier has disconnected."""
-        if self._gone:
-            return None
-        message = await self._websocket.receive()
-        if message["type"] == "websocket.disconnect":
-            self._gone = True
-            self._disconnect_code = message.get("code")
-            return None
-        text: str | None = message.get("text")
-        return text if text is not None else message.get("bytes") or b""
 
     async def receive_or_idle(self) -> str | bytes | None:
         """Return the next frame, or IDLE_FRAME when none came within IDLE_SECONDS (the
@@ -134,24 +117,7 @@ class _Socket:
         task, self._next = self._next, None
         return task.result()
 
-    async def send(self, frame: str | bytes) -> None:
-        if self._gone or self._websocket.application_state != WebSocketState.CONNECTED:
-            return
-        try:
-            if isinstance(frame, str):
-                await self._websocket.send_text(frame)
-            else:
-                await self._websocket.send_bytes(frame)
-        except (WebSocketDisconnect, RuntimeError, OSError):
-            self._gone = True
-
     async def close(self, code: int, reason: str) -> None:
         if self._next is not None:
             self._next.cancel()
-        if self._gone or self._websocket.application_state != WebSocketState.CONNECTED:
-            return
-        self._gone = True
-        try:
-            await self._websocket.close(code, reason)
-        except (WebSocketDisconnect, RuntimeError, OSError):
-            log.debug("media socket already gone at close")
+        await super().close(code, reason)

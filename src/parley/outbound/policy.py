@@ -51,13 +51,17 @@ def literal_address(host: str) -> str | None:
     try:
         return str(ipaddress.ip_address(host.strip("[]")))
     except ValueError:
-        pass
-    if host and all(c in "0123456789abcdefxABCDEFX." for c in host):
-        try:  # inet_aton reads the forms getaddrinfo would also resolve
-            return socket.inet_ntoa(socket.inet_aton(host))
-        except OSError:
-            return None
-    return None
+        return _legacy_ipv4(host)
+
+
+def _legacy_ipv4(host: str) -> str | None:
+    """`127.1`, `0x7f.1` and the other forms inet_aton (and so getaddrinfo) reads; else None."""
+    if not host or any(c not in "0123456789abcdefxABCDEFX." for c in host):
+        return None
+    try:
+        return socket.inet_ntoa(socket.inet_aton(host))
+    except OSError:  # not an address in any form: a name
+        return None
 
 
 @dataclass(frozen=True, slots=True)
