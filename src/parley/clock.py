@@ -37,3 +37,8 @@ def utcnow(clock: Clock) -> datetime:
 def isoformat(moment: datetime) -> str:
     """Format an aware datetime as ISO 8601 UTC with a `Z` suffix (API.md section 0)."""
     return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def isoformat_or_none(moment: datetime | None) -> str | None:
+    """`isoformat(moment)`, or None for a moment that has not happened."""
+    return isoformat(moment) if moment is not None else None

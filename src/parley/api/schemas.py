@@ -6,7 +6,6 @@ Inputs are strict (no coercion, unknown fields refused); outputs mirror API.md e
 from __future__ import annotations
 
 import re
-from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -18,7 +17,7 @@ from pydantic import (
     field_validator,
 )
 
-from parley.clock import isoformat
+from parley.clock import isoformat, isoformat_or_none
 from parley.engine.audio import AudioFormat as EngineAudioFormat
 from parley.ids import NAME_RULE, is_valid_name
 from parley.records import Agent, ApiKey, AuditEvent, Project, ProjectRef
@@ -293,7 +292,7 @@ class AgentOut(BaseModel):
             name=agent.name,
             project=ProjectRefOut.of(agent.project),
             is_disabled=agent.is_disabled,
-            disabled_at=_iso_or_none(agent.disabled_at),
+            disabled_at=isoformat_or_none(agent.disabled_at),
             phone_numbers=list(agent.phone_numbers),
             voice_id=agent.voice_id,
             system_prompt=agent.system_prompt,
@@ -330,10 +329,6 @@ class AgentCreated(AgentEnvelope):
 class AgentList(BaseModel):
     agents: list[AgentOut]
     next_cursor: str | None
-
-
-def _iso_or_none(moment: datetime | None) -> str | None:
-    return isoformat(moment) if moment is not None else None
 
 
 def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:

@@ -6,13 +6,12 @@ services/webhooks.py's.
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field, StringConstraints
 
 from parley.api.schemas import Input, Timestamp
-from parley.clock import isoformat
+from parley.clock import isoformat, isoformat_or_none
 from parley.records import Webhook, WebhookDelivery, WebhookPatch
 from parley.text import Label, Text
 
@@ -111,9 +110,9 @@ class DeliveryOut(BaseModel):
             event_type=delivery.event_type,
             status=delivery.status,
             attempts=delivery.attempts,
-            last_attempt_at=_iso(delivery.last_attempt_at),
+            last_attempt_at=isoformat_or_none(delivery.last_attempt_at),
             last_status_code=delivery.last_status_code,
-            next_attempt_at=_iso(delivery.next_attempt_at) if pending else None,
+            next_attempt_at=isoformat_or_none(delivery.next_attempt_at) if pending else None,
         )
 
 
@@ -124,7 +123,3 @@ class DeliveryList(BaseModel):
 
 class DeliveryEnvelope(BaseModel):
     delivery: DeliveryOut
-
-
-def _iso(moment: datetime | None) -> str | None:
-    return isoformat(moment) if moment is not None else None

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from parley.clock import isoformat
+from parley.clock import isoformat, isoformat_or_none
 from parley.records import Agent, CallInfo, Conversation, ToolCall
 
 JsonObject = dict[str, Any]
@@ -50,8 +50,8 @@ def conversation_json(conversation: Conversation) -> JsonObject:
         "status": conversation.status,
         "end_user": conversation.end_user,
         "external_id": conversation.external_id,
-        "started_at": _iso(conversation.started_at),
-        "ended_at": _iso(conversation.ended_at),
+        "started_at": isoformat_or_none(conversation.started_at),
+        "ended_at": isoformat_or_none(conversation.ended_at),
         "ended_by": conversation.ended_by,
         "duration_ms": conversation.duration_ms,
         "call_info": call_info_json(conversation.call_info),
@@ -102,7 +102,3 @@ def _tool_call_json(call: ToolCall) -> JsonObject:
         "timed_out": call.timed_out,
         "error_message": call.error_message,
     }
-
-
-def _iso(moment: Any) -> str | None:
-    return isoformat(moment) if moment is not None else None

@@ -11,7 +11,6 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -26,6 +25,7 @@ from pydantic import (
 )
 
 from parley import engine
+from parley.clock import isoformat
 from parley.errors import InvalidJson, InvalidRequest, ParleyError, ValidationFailed
 from parley.services.live import codec
 from parley.text import Label
@@ -243,7 +243,7 @@ def tool_call_processed_message(message: codec.ToolCallProcessed) -> dict[str, A
         "output": call.output if webhook is None else None,
         "endpoint_method": webhook.method if webhook else None,
         "endpoint_url": webhook.url if webhook else None,
-        "endpoint_called_at": _utc_text(webhook.called_at) if webhook else None,
+        "endpoint_called_at": isoformat(webhook.called_at) if webhook else None,
         "request_body": webhook.request_body if webhook else None,
         "response_body": webhook.response_body if webhook else None,
         "response_status_code": webhook.response_status_code if webhook else None,
@@ -252,10 +252,6 @@ def tool_call_processed_message(message: codec.ToolCallProcessed) -> dict[str, A
         "error_message": call.error_message,
         "conversation_item_role": "assistant",
     }
-
-
-def _utc_text(moment: datetime) -> str:
-    return moment.isoformat().replace("+00:00", "Z")
 
 
 def error_message(error: ParleyError) -> dict[str, Any]:
