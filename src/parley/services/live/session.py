@@ -342,8 +342,10 @@ class LiveSession:
         # Everything the config could get wrong is checked before the conversation goes live,
         # so a refused config leaves nothing behind and may be sent again.
         ref, project = await self._agent_of(event)
-        agent = await agents.get_agent(self._ctx, org_id=principal.org_id, ref=ref, project=project)
-        setup = await _Setup.check(self._ctx, event, agent)
+        checked = await agents.get_agent(
+            self._ctx, org_id=principal.org_id, ref=ref, project=project
+        )
+        setup = await _Setup.check(self._ctx, event, checked)
         try:
             conversation, agent = await conversations.start_live(
                 self._ctx,
@@ -354,7 +356,8 @@ class LiveSession:
                 project=project,
                 end_user=token.sub if token is not None else None,
             )
-            setup = await _Setup.check(self._ctx, event, agent)  # as the agent is now
+            if agent.updated_at != checked.updated_at:  # changed meanwhile: check it again
+                setup = await _Setup.check(self._ctx, event, agent)
         except (AgentDisabled, ConversationEnded, ConversationExists) as error:
             await self.send_error(error)
             self.end(1008, error.code)
