@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
+
+from parley.credentials import CredentialKind
 
 T = TypeVar("T")
 
@@ -265,6 +267,42 @@ class IssuedSessionToken:
 
     token: SessionToken
     secret: str
+
+
+class TokenClaims(Protocol):
+    """What a principal keeps of its verified JWT (`parley.jwt.VerifiedToken` is one): records
+    sit below the JWT kernel, so they name the claims they read, not its class."""
+
+    @property
+    def sub(self) -> str: ...
+
+    @property
+    def conversation_id(self) -> str: ...
+
+    @property
+    def exp(self) -> int: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    """Who is calling: the credential kind, its organization and the credential's ID.
+
+    A JWT principal also carries its verified token; a session token its expiry and the
+    conversations it is restricted to (None: any). Built by services/authn.py.
+    """
+
+    kind: CredentialKind
+    org_id: str
+    credential_id: str
+    token: TokenClaims | None = None
+    conversation_ids: frozenset[str] | None = None
+    expires_at: float | None = None
+
+    def may_access(self, conversation_id: str) -> bool:
+        """Tell whether this principal may read the conversation (API.md section 1)."""
+        if self.kind == "jwt":
+            return self.token is not None and self.token.conversation_id == conversation_id
+        return self.conversation_ids is None or conversation_id in self.conversation_ids
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from parley.errors import Unauthorized, Unavailable
-from parley.records import Actor
+from parley.records import Actor, Principal
 from parley.services import Context, api_keys, session_tokens
-from parley.services.authn import Principal, authenticate
+from parley.services.authn import authenticate
 from parley.services.credential_cache import CACHE_SECONDS, CredentialCache
 from parley.stores.memory import MemoryRevocations
 from tests.types import Tenant

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from parley.errors import Unavailable
+from parley.records import Principal
 from parley.services import Context
-from parley.services.authn import Principal
 from parley.services.live import Handshake, watchdog
 
 pytestmark = pytest.mark.anyio

@@ -8,8 +8,8 @@ from fastapi import Depends, Path, Query, Request
 from starlette.requests import HTTPConnection
 
 from parley.credentials import CredentialKind
-from parley.records import Actor
-from parley.services import Context, Principal, authenticate
+from parley.records import Actor, Principal
+from parley.services import Context, authenticate
 from parley.services.authn import presented_credential
 from parley.services.paging import MAX_PAGE_SIZE
 from parley.services.voices import SpeechCatalog, cached_catalog

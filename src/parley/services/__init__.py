@@ -1,8 +1,8 @@
 """Use-cases: the only home of business rules.
 
-`Principal` and `authenticate` load on first use (PEP 562 `__getattr__`): importing one
-service, as the operator commands do, does not import authentication and with it the JWT
-kernel and every credential's service.
+`authenticate` loads on first use (PEP 562 `__getattr__`): importing one service, as the
+operator commands do, does not import authentication and with it the JWT kernel and every
+credential's service. Its `Principal` is a record (parley/records.py).
 """
 
 from importlib import import_module
@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING
 from parley.services.context import Context, DatabaseContext
 
 if TYPE_CHECKING:
-    from parley.services.authn import Principal, authenticate
+    from parley.services.authn import authenticate
 
-__all__ = ["Context", "DatabaseContext", "Principal", "authenticate"]
-_AUTHN_NAMES = frozenset({"Principal", "authenticate"})
+__all__ = ["Context", "DatabaseContext", "authenticate"]
+_AUTHN_NAMES = frozenset({"authenticate"})
 
 
 def __getattr__(name: str) -> object:

@@ -24,11 +24,11 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from parley import credentials, jwt
 from parley.credentials import CredentialKind
 from parley.errors import InsufficientScope, MultipleCredentials, Unauthorized, Unavailable
+from parley.records import Principal
 from parley.services import api_keys, session_tokens
 from parley.services.context import Context
 
@@ -36,28 +36,6 @@ log = logging.getLogger(__name__)
 _WHITESPACE = re.compile(r"\s")  # the same characters as str.isspace, one C scan
 
 ANY_KIND: frozenset[CredentialKind] = frozenset({"api_key", "session_token", "jwt"})
-
-
-@dataclass(frozen=True, slots=True)
-class Principal:
-    """Who is calling: the credential kind, its organization and the credential's ID.
-
-    A JWT principal also carries its verified token; a session token its expiry and the
-    conversations it is restricted to (None: any).
-    """
-
-    kind: CredentialKind
-    org_id: str
-    credential_id: str
-    token: jwt.VerifiedToken | None = None
-    conversation_ids: frozenset[str] | None = None
-    expires_at: float | None = None
-
-    def may_access(self, conversation_id: str) -> bool:
-        """Tell whether this principal may read the conversation (API.md section 1)."""
-        if self.kind == "jwt":
-            return self.token is not None and self.token.conversation_id == conversation_id
-        return self.conversation_ids is None or conversation_id in self.conversation_ids
 
 
 def bearer_credential(header_values: Sequence[str]) -> str:

@@ -17,10 +17,8 @@ request reads the database, which decides revocation at once.
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from parley.services.authn import Principal
+from parley.records import Principal
 
 CACHE_SECONDS = 30.0
 MAX_ENTRIES = 10_000

@@ -13,8 +13,8 @@ from __future__ import annotations
 from parley.clock import utcnow
 from parley.db.repos import conversations as conversation_repo
 from parley.errors import ConversationEnded, Unavailable
+from parley.records import Principal
 from parley.services import conversations, telephony
-from parley.services.authn import Principal
 from parley.services.context import Context
 from parley.services.live.handshake import Handshake, revocation_verdict
 

@@ -11,8 +11,9 @@ from parley.errors import (
     InsufficientScope,
     Unauthorized,
 )
+from parley.records import Principal
 from parley.services import conversations
-from parley.services.authn import Principal, authenticate, presented_credential
+from parley.services.authn import authenticate, presented_credential
 from parley.services.context import Context
 
 
