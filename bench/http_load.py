@@ -12,31 +12,37 @@ loads it with `wrk` (2 threads, 32 connections, 8 s a row, after a 1 s warm-up) 
 
 - peers (bench/peer_*.py, uvicorn, 1 worker, uvloop + httptools, no access log):
   `peer-naive` FastAPI verifying Parley's EdDSA JWT with PyJWT in an `HTTPBearer` dependency,
-  no database (the reference of every REST row); `peer-db` the same plus one indexed
-  SQLAlchemy read (aiosqlite); `peer-health` a bare FastAPI `/health` (the reference of the
-  `health` rows); `peer-ws` a bare uvicorn WebSocket endpoint (the reference of `ws-jwt`);
+  no database; `peer-db` the same plus one indexed SQLAlchemy read (aiosqlite), the
+  one-read peer: the reference of every read row; `peer-write` FastAPI with a dict-looked-up
+  API key and one `UPDATE` in a committed transaction, the one-write peer: the reference of
+  `agent-disable`; `peer-health` a bare FastAPI `/health` (the reference of the `health`
+  rows); `peer-ws` a bare uvicorn WebSocket endpoint (the reference of `ws-*`);
 - Parley (`python -m parley serve`) in each mode: `sqlite` (embedded SQLite, in-process
   stores, 1 worker), `postgres1` and `postgres2` (a fresh `parley_bench_<hex>` database on
   the server of PARLEY_TEST_DATABASE_URL, dropped afterwards, and Redis db 14, flushed
-  before each mode and after it; 1 and 2 workers). In `postgres1` `peer-db` runs again, on
-  that database. Every mode gets PARLEY_PUBLIC_URL https://parley.bench (JWT audience
+  before each mode and after it; 1 and 2 workers). In each PostgreSQL mode `peer-db` and
+  `peer-write` run again on that database (asyncpg), with as many workers, and are that
+  mode's references. Every mode gets PARLEY_PUBLIC_URL https://parley.bench (JWT audience
   `parley.bench`), PARLEY_STT=none and the JWT rate limit raised out of the way
   (PARLEY_JWT_RATE_PER_MINUTE and _BURST 1,000,000); everything else is Parley's default
   (log level info: one access-log line a request, to a file).
 
 Parley rows: `conversation-jwt` GET /v1/conversations/{id} with one JWT without `jti`;
 `conversation-jwt-jti` the same, each request with its own pre-minted JWT and `jti`;
-`agents` GET /v1/agents with an API key; `agent-disable` POST /v1/agents/{name}/disable
-with an API key; `health` GET /health; `ws-jwt` WebSocket handshakes (open, then close
-without `config`), each with its own JWT and `jti`, measured by bench/ws_handshakes.py.
+`agent` GET /v1/agents/{name} with an API key; `agents` GET /v1/agents with an API key;
+`agent-disable` POST /v1/agents/{name}/disable with an API key; `health` GET /health;
+`ws-jwt` WebSocket handshakes (open, then close without `config`), each with its own JWT
+and `jti`, and `ws-session` the same with one session token, measured by
+bench/ws_handshakes.py.
 
 Before a row is measured, one request must answer 2xx (101 for WebSockets), else the row is
 reported as failed. For each row it prints req/s, p50 and p99 (ms), each figure's ratio to
-the reference row (x naive peer, x bare FastAPI for `/health`, x bare WebSocket for
-`ws-jwt`; for latencies above 1 means slower) and the count of non-2xx answers (socket
-errors and timeouts included). `--json FILE` writes every figure. `--profile DIR` records
-each Parley row with py-spy (raw collapsed stacks, one file a row; sampling slows the
-server, so such figures are not comparable) and prints the top functions.
+the reference row (the peer doing the same work; for latencies above 1 means slower) and
+the count of non-2xx answers (socket errors and timeouts included). `--json FILE` writes
+every figure. `--profile DIR` records each Parley row with py-spy (raw collapsed stacks,
+one file a row; sampling slows the server, so such figures are not comparable) and prints
+the top functions. Last, it prints each goal of issue #23 with the ratio measured and
+whether it holds.
 
 Every request goes through the Lua script bench/http_load.lua (it counts each answer's
 status and, for `conversation-jwt-jti`, sets the token), for peers and Parley alike.
@@ -47,6 +53,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import math
 import os
@@ -96,22 +103,51 @@ DISABLE_AGENT = "bench-disable"
 TOKEN_TTL_S = 3600
 
 MODES = ("sqlite", "postgres1", "postgres2")
-PEER_ROWS = ("peer-naive", "peer-db", "peer-health", "peer-ws")
+PEER_ROWS = ("peer-naive", "peer-db", "peer-write", "peer-health", "peer-ws")
 PARLEY_ROWS = (
     "conversation-jwt",
     "conversation-jwt-jti",
+    "agent",
     "agents",
     "agent-disable",
     "health",
     "ws-jwt",
+    "ws-session",
 )
 REFERENCE = {
+    "conversation-jwt": "peer-db",
+    "conversation-jwt-jti": "peer-db",
+    "agent": "peer-db",
+    "agents": "peer-db",
+    "agent-disable": "peer-write",
     "health": "peer-health",
     "ws-jwt": "peer-ws",
+    "ws-session": "peer-ws",
+    "peer-db": "peer-naive",
+    "peer-write": "peer-naive",
     "peer-health": "peer-health",
     "peer-ws": "peer-ws",
 }
-"""A row's reference row; every other row is compared with `peer-naive`."""
+"""A row's reference row (the peer doing the same work, issue #23); else `peer-naive`.
+A mode's own peers (asyncpg in the PostgreSQL modes) are its rows' references."""
+PEER_API_KEY = "peer-key"
+
+GOALS: tuple[tuple[str, str, float], ...] = (
+    ("sqlite", "agent", 1.5),
+    ("sqlite", "conversation-jwt", 1.0),
+    ("sqlite", "conversation-jwt-jti", 0.8),
+    ("sqlite", "agent-disable", 1.0),
+    ("sqlite", "health", 0.5),
+    ("sqlite", "ws-jwt", 0.5),
+    ("postgres2", "agent", 1.0),
+    ("postgres2", "agents", 1.0),
+    ("postgres2", "conversation-jwt", 1.0),
+    ("postgres2", "conversation-jwt-jti", 1.0),
+    ("postgres2", "agent-disable", 1.0),
+)
+"""Issue #23: (mode, row, least req/s ratio to the row's reference in that run)."""
+GOAL_P99_MS = 100.0
+"""Issue #23: p99 at most this in every row of embedded SQLite."""
 WRK_INSTALL = (
     "wrk is not installed: run scripts/install-wrk (as root: apt-get install wrk), "
     "or set PARLEY_BENCH_WRK to a wrk binary"
@@ -142,11 +178,12 @@ def reference_of(row: str) -> str:
 
 
 def add_ratios(results: list[Result]) -> None:
-    """Each figure divided by the same figure of the row's reference (the peers' run)."""
-    peers = {r.row: r for r in results if r.mode == "peers" and r.failed is None}
+    """Each figure divided by the same figure of the row's reference: the peer measured in
+    the row's own mode (asyncpg in the PostgreSQL modes), else the one of the peers' run."""
+    peers = {(r.mode, r.row): r for r in results if r.row in PEER_ROWS and r.failed is None}
     for result in results:
         result.reference = reference_of(result.row)
-        base = peers.get(result.reference)
+        base = peers.get((result.mode, result.reference)) or peers.get(("peers", result.reference))
         if base is None or result.failed is not None:
             continue
         for name in ("rps", "p50_ms", "p99_ms"):
@@ -179,6 +216,34 @@ def print_table(results: list[Result]) -> None:
         if r.failed is None and (r.non_2xx or r.note):
             detail = f"statuses {r.statuses}, socket errors {r.errors}" if r.non_2xx else ""
             print(f"  {r.mode}/{r.row}: {'; '.join(x for x in (detail, r.note) if x)}")
+
+
+def goal_lines(results: list[Result]) -> list[str]:
+    """Each goal of issue #23, the figure measured and whether it holds."""
+    found = {(r.mode, r.row): r for r in results if r.failed is None}
+    lines = []
+    for mode, row, least in GOALS:
+        result = found.get((mode, row))
+        ratio = result.ratios.get("rps") if result is not None else None
+        if result is None or ratio is None or not math.isfinite(ratio):
+            lines.append(f"{mode}/{row} >= {least:.1f}x {reference_of(row)}: not measured")
+            continue
+        verdict = "holds" if ratio >= least else "MISSED"
+        lines.append(f"{mode}/{row} >= {least:.1f}x {result.reference}: {ratio:.2f}x, {verdict}")
+    for result in results:
+        if result.mode != "sqlite" or result.failed is not None:
+            continue
+        verdict = "holds" if result.p99_ms <= GOAL_P99_MS else "MISSED"
+        lines.append(
+            f"sqlite/{result.row} p99 <= {GOAL_P99_MS:.0f} ms: {result.p99_ms:.0f} ms, {verdict}"
+        )
+    return lines
+
+
+def print_goals(results: list[Result]) -> None:
+    print("\ngoals (issue #23; ratios to the peer doing the same work, measured in this run):")
+    for line in goal_lines(results):
+        print("  " + line)
 
 
 # -- processes ---------------------------------------------------------------------------
@@ -461,7 +526,7 @@ class Bench:
         self, mode: str, row: str, app: str, measure: Callable[[Process], Result], **env: str
     ) -> None:
         workers = env.pop("workers", "1")
-        cwd = self.workdir / f"{mode}-{row}"
+        cwd = self.workdir / f"{mode}-{row}-{secrets.token_hex(2)}"
         cwd.mkdir()
         server = Process(row, uvicorn_argv(app, "--workers", workers), self.peer_env(**env), cwd)
         try:
@@ -488,6 +553,8 @@ class Bench:
             )
         if self.wanted("peer-db"):
             self.peer_db("peers")
+        if self.wanted("peer-write"):
+            self.peer_write("peers")
         if self.wanted("peer-health"):
             self.run_peer(
                 "peers",
@@ -524,6 +591,18 @@ class Bench:
             lambda s: measure_http(mode, "peer-db", self.conversation_target(s), self.args),
             **env,
         )
+
+    def peer_write(self, mode: str, database_url: str | None = None, workers: int = 1) -> None:
+        """The one-write peer: a dict-looked-up API key and one committed UPDATE."""
+        env = {"workers": str(workers), "BENCH_API_KEY": PEER_API_KEY}
+        if database_url is not None:
+            env["BENCH_DB_URL"] = database_url.replace("postgresql://", "postgresql+asyncpg://")
+
+        def write(server: Process) -> Result:
+            url = f"{server.http}/v1/agents/{DISABLE_AGENT}/disable"
+            return measure_http(mode, "peer-write", Target("POST", url, PEER_API_KEY), self.args)
+
+        self.run_peer(mode, "peer-write", "peer_db:app", write, **env)
 
     # -- Parley --------------------------------------------------------------------------
 
@@ -572,6 +651,10 @@ class Bench:
         conversation = self.conversation_target(server)
         if row == "ws-jwt":
             return self.profiled(mode, row, server, lambda: self.parley_ws(mode, server))
+        if row == "ws-session":
+            token = create_session_token(server, key)
+            urls = functools.partial(_repeat, f"{server.ws}/v1/sts/ws?session_token={token}")
+            return self.profiled(mode, row, server, lambda: measure_ws(mode, row, urls, args))
         if row == "conversation-jwt":
             target = conversation
         elif row == "conversation-jwt-jti":
@@ -588,6 +671,8 @@ class Bench:
             return self.profiled(
                 mode, row, server, lambda: measure_http(mode, row, target, args, conversation)
             )
+        elif row == "agent":
+            target = Target("GET", f"{server.http}/v1/agents/{AGENT}", key)
         elif row == "agents":
             target = Target("GET", f"{server.http}/v1/agents", key)
         elif row == "agent-disable":
@@ -646,6 +731,25 @@ class Bench:
         self.profiles[f"{mode}/{row}"] = out
         result.note = (result.note + "; " if result.note else "") + "profiled with py-spy"
         return result
+
+
+def _repeat(url: str) -> Iterator[str]:
+    while True:
+        yield url
+
+
+def create_session_token(server: Process, api_key: str) -> str:
+    """A session token (1 h) for the `ws-session` row's handshakes."""
+    answer = httpx.post(
+        f"{server.http}/v1/auth/session_token",
+        headers={"Authorization": f"Bearer {api_key}"},
+        json={"ttl_seconds": 3600},
+        timeout=30,
+    )
+    if not answer.is_success:
+        raise RuntimeError(f"session token: {answer.status_code} {answer.text[:300]}")
+    token: str = answer.json()["session_token"]
+    return token
 
 
 def first_api_key(log: Path) -> str:
@@ -741,14 +845,18 @@ def run(args: argparse.Namespace) -> list[Result]:
             url = asyncio.run(create_database(args.postgres))
             try:
                 flush_redis(args.redis)
-                bench.parley(mode, url, 1 if mode == "postgres1" else 2)
-                if mode == "postgres1" and bench.wanted("peer-db"):
-                    bench.peer_db(mode, url)
+                workers = 1 if mode == "postgres1" else 2
+                bench.parley(mode, url, workers)
+                if bench.wanted("peer-db"):
+                    bench.peer_db(mode, url, workers)
+                if bench.wanted("peer-write"):
+                    bench.peer_write(mode, url, workers)
             finally:
                 asyncio.run(drop_database(args.postgres, url))
                 flush_redis(args.redis)
         add_ratios(bench.results)
         print_table(bench.results)
+        print_goals(bench.results)
         if bench.profiles:
             print_profiles(bench.profiles)
         return bench.results
@@ -796,6 +904,7 @@ def parse_args() -> argparse.Namespace:
     if unknown:
         parser.error(f"unknown modes: {', '.join(sorted(unknown))}")
     only = set(args.only or PEER_ROWS + PARLEY_ROWS)
+    only |= {reference_of(row) for row in only}
     only |= {reference_of(row) for row in only}
     args.only_rows = only
     if args.profile is not None:

@@ -5,22 +5,30 @@ SQLAlchemy's async engine (aiosqlite, or asyncpg for a `postgresql` URL). BENCH_
 names the database (default: `sqlite+aiosqlite:///peer.db` in the working directory); the
 table `peer_conversations` is created at start-up with a thousand rows, one of them named
 by BENCH_CONVERSATION_ID.
+
+It is the one-write peer too (issue #23): `POST /v1/agents/{name}/disable` looks the bearer
+API key up in a dict (BENCH_API_KEY) and runs one `UPDATE` of the agent's row by name in a
+committed transaction (`peer_agents`, a thousand rows).
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
 import sqlalchemy as sa
-from fastapi import FastAPI, HTTPException
+from fastapi import FastAPI, Header, HTTPException
 from peer_naive import Claims, check_conversation
 from sqlalchemy.ext.asyncio import create_async_engine
 
 DB_URL = os.environ.get("BENCH_DB_URL", "sqlite+aiosqlite:///peer.db")
 CONVERSATION_ID = os.environ.get("BENCH_CONVERSATION_ID", "bench-conversation")
+API_KEYS = {os.environ.get("BENCH_API_KEY", "peer-key"): "peer-org"}
+DISABLE_AGENT = os.environ.get("BENCH_DISABLE_AGENT", "bench-disable")
 
 metadata = sa.MetaData()
 conversations = sa.Table(
@@ -30,11 +38,31 @@ conversations = sa.Table(
     sa.Column("status", sa.String(16), nullable=False),
     sa.Column("end_user", sa.String(64)),
 )
+agents = sa.Table(
+    "peer_agents",
+    metadata,
+    sa.Column("name", sa.String(64), primary_key=True),
+    sa.Column("org_id", sa.String(64), nullable=False),
+    sa.Column("disabled_at", sa.Float),
+)
 engine = create_async_engine(DB_URL)
 
 
 @asynccontextmanager
 async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+    for attempt in range(10):  # two workers seed at once: the loser retries, then finds it
+        try:
+            await _seed()
+            break
+        except sa.exc.DBAPIError:
+            if attempt == 9:
+                raise
+            await asyncio.sleep(0.3)
+    yield
+    await engine.dispose()
+
+
+async def _seed() -> None:
     async with engine.begin() as connection:
         await connection.run_sync(metadata.create_all)
         counted = sa.select(sa.func.count()).select_from(conversations)
@@ -42,8 +70,10 @@ async def lifespan(_: FastAPI) -> AsyncIterator[None]:
             rows = [{"id": f"other-{n}", "status": "ended", "end_user": None} for n in range(999)]
             rows.append({"id": CONVERSATION_ID, "status": "pending", "end_user": None})
             await connection.execute(conversations.insert(), rows)
-    yield
-    await engine.dispose()
+            names = [f"other-{n}" for n in range(999)] + [DISABLE_AGENT]
+            await connection.execute(
+                agents.insert(), [{"name": n, "org_id": "peer-org"} for n in names]
+            )
 
 
 app = FastAPI(lifespan=lifespan)
@@ -61,3 +91,20 @@ async def read_conversation(conversation_id: str, verified: Claims) -> dict[str,
     if row is None:
         raise HTTPException(404, "conversation not found")
     return {"conversation": {"id": row.id, "status": row.status, "end_user": verified["sub"]}}
+
+
+@app.post("/v1/agents/{name}/disable")
+async def disable_agent(name: str, authorization: str = Header()) -> dict[str, bool]:
+    scheme, _, key = authorization.partition(" ")
+    org_id = API_KEYS.get(key) if scheme.lower() == "bearer" else None
+    if org_id is None:
+        raise HTTPException(401, "unauthorized")
+    async with engine.begin() as connection:
+        done = await connection.execute(
+            sa.update(agents)
+            .where(agents.c.name == name, agents.c.org_id == org_id)
+            .values(disabled_at=time.time())
+        )
+    if done.rowcount == 0:
+        raise HTTPException(404, "agent not found")
+    return {"success": True}
