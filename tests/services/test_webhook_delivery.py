@@ -376,7 +376,7 @@ async def test_prune_deletes_only_old_delivered_rows(
     old = now - timedelta(days=31)
     async with ctx.db.transaction() as session:
         for n, at in enumerate([old, old, old, now]):
-            delivery_repo.insert(
+            await delivery_repo.insert(
                 session,
                 msg_id=f"msg_{n:032x}",
                 webhook_id=issued.webhook.id,

@@ -301,7 +301,7 @@ async def test_webhook_page_lists_deliveries_paged(
     start = utcnow(ctx.clock) - timedelta(minutes=10)
     async with ctx.db.transaction() as session:
         for n in range(55):
-            delivery_repo.insert(
+            await delivery_repo.insert(
                 session, msg_id=f"msg_{n:032x}", webhook_id=webhook["id"],
                 org_id=tenant.org.id, event_type="agent.created", body="{}",
                 now=start + timedelta(seconds=n),

@@ -63,7 +63,7 @@ async def emit(
             ensure_ascii=False,
         )
         mine = bell.accepts(target.id)
-        delivery_repo.insert(
+        await delivery_repo.insert(
             session,
             msg_id=msg_id,
             webhook_id=target.id,

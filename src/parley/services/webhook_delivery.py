@@ -57,8 +57,9 @@ MAX_RETRY_AFTER_S: Final = 86_400
 KEEP_DELIVERED: Final = timedelta(days=30)
 RETRY_AFTER_STATUSES: Final = frozenset({429, 503})
 GONE: Final = 410
-RECORD_GROUP_S: Final = 0.05
-"""Finished attempts are recorded together, at most this long after the first of them."""
+RECORD_GROUP_S: Final = 0.2
+"""Finished attempts are recorded together, at most this long after the first of them (the
+lag is measured to the receipt; the record only follows, in one write for the group)."""
 PER_WEBHOOK: Final = 4
 """Sends in flight to one webhook from one process."""
 
@@ -180,23 +181,28 @@ async def record(
 async def record_many(
     ctx: Context, finished: Sequence[tuple[DueDelivery, Attempt, NextStep, datetime]]
 ) -> list[bool]:
-    """Write attempts and their consequences in one transaction (`record`, grouped)."""
-    kept: list[bool] = []
+    """Write attempts and their consequences in one transaction (`record`, grouped): one
+    statement for all the rows, and one per webhook that answered 410."""
+    rows = [
+        delivery_repo.AttemptRow(
+            msg_id=due.id,
+            at=at,
+            status_code=attempt.status_code,
+            status=step.status,
+            next_attempt_at=step.next_attempt_at,
+        )
+        for due, attempt, step, at in finished
+    ]
     async with ctx.db.transaction() as session:
-        for due, attempt, step, at in finished:
-            held = await delivery_repo.record_attempt(
-                session,
-                due.id,
-                claimer=ctx.instance.id,
-                at=at,
-                status_code=attempt.status_code,
-                status=step.status,
-                next_attempt_at=step.next_attempt_at,
-            )
-            if held and step.disable_webhook:
-                await webhook_repo.disable(session, due.webhook_id, at=at)
-            kept.append(held)
-    return kept
+        held = await delivery_repo.record_attempts(session, rows, claimer=ctx.instance.id)
+        gone = {
+            due.webhook_id: at
+            for due, _, step, at in finished
+            if step.disable_webhook and due.id in held
+        }
+        for webhook_id, at in gone.items():
+            await webhook_repo.disable(session, webhook_id, at=at)
+    return [due.id in held for due, _, _, _ in finished]
 
 
 async def deliver(ctx: Context, due: DueDelivery, *, retry_schedule: Sequence[int]) -> NextStep:

@@ -10,11 +10,14 @@ least once).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 from typing import Any
 
-from sqlalchemy import and_, delete, event, or_, select, update
+from sqlalchemy import and_, case, delete, event, literal, or_, select, update
+from sqlalchemy import insert as insert_into
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from parley.db.pagination import decode_cursor
@@ -41,7 +44,7 @@ def to_record(row: WebhookDeliveryRow) -> WebhookDelivery:
     )
 
 
-def insert(
+async def insert(
     session: AsyncSession,
     *,
     msg_id: str,
@@ -54,9 +57,10 @@ def insert(
     claimed_until: datetime | None = None,
 ) -> None:
     """Add a pending delivery, due now, to the caller's transaction (claimed already by
-    `claimed_by` until `claimed_until`, if given)."""
-    session.add(
-        WebhookDeliveryRow(
+    `claimed_by` until `claimed_until`, if given). A Core INSERT: it is written on every
+    event of the request path, where the ORM's unit of work costs more than the row."""
+    await session.execute(
+        insert_into(D).values(
             id=msg_id,
             webhook_id=webhook_id,
             org_id=org_id,
@@ -147,33 +151,55 @@ async def claim_due(
     return picked
 
 
-async def record_attempt(
-    session: AsyncSession,
-    msg_id: str,
-    *,
-    claimer: str,
-    at: datetime,
-    status_code: int | None,
-    status: str,
-    next_attempt_at: datetime | None,
-) -> bool:
-    """Record one attempt of a delivery this claimer holds and release the claim; False
-    when the claim was lost (its lease ran out and another worker took the row)."""
-    result = await session.execute(
-        update(D)
-        .where(D.id == msg_id, D.claimed_by == claimer)
-        .values(
-            attempts=D.attempts + 1,
-            last_attempt_at=at,
-            last_status_code=status_code,
-            status=status,
-            next_attempt_at=next_attempt_at,
-            claimed_by=None,
-            claimed_until=None,
+@dataclass(frozen=True, slots=True)
+class AttemptRow:
+    """What one attempt writes to its delivery's row."""
+
+    msg_id: str
+    at: datetime
+    status_code: int | None
+    status: str
+    next_attempt_at: datetime | None
+
+
+RECORD_CHUNK = 200
+"""Attempts written by one statement (each takes five bound values)."""
+
+
+def _per_row(
+    chunk: Sequence[AttemptRow], value: Callable[[AttemptRow], object], column: Any
+) -> Any:
+    """One CASE over the IDs: each row gets its own value in the one UPDATE."""
+    return case({a.msg_id: literal(value(a), column.type) for a in chunk}, value=D.id)
+
+
+async def record_attempts(
+    session: AsyncSession, attempts: Sequence[AttemptRow], *, claimer: str
+) -> set[str]:
+    """Record attempts of deliveries this claimer holds and release their claims, one
+    statement for many rows; return the IDs written (a claim lost, its lease having run
+    out and another worker having taken the row, is not written)."""
+    held: set[str] = set()
+    for start in range(0, len(attempts), RECORD_CHUNK):
+        chunk = attempts[start : start + RECORD_CHUNK]
+        per_row = partial(_per_row, chunk)
+        result = await session.execute(
+            update(D)
+            .where(D.id.in_([a.msg_id for a in chunk]), D.claimed_by == claimer)
+            .values(
+                attempts=D.attempts + 1,
+                last_attempt_at=per_row(lambda a: a.at, D.last_attempt_at),
+                last_status_code=per_row(lambda a: a.status_code, D.last_status_code),
+                status=per_row(lambda a: a.status, D.status),
+                next_attempt_at=per_row(lambda a: a.next_attempt_at, D.next_attempt_at),
+                claimed_by=None,
+                claimed_until=None,
+            )
+            .returning(D.id)
+            .execution_options(synchronize_session=False)
         )
-        .execution_options(synchronize_session=False)
-    )
-    return bool(getattr(result, "rowcount", 0))
+        held.update(result.scalars())
+    return held
 
 
 async def release_claims(session: AsyncSession, claimer: str) -> int:
