@@ -127,3 +127,15 @@ def test_import_contracts_refuse_indirect_imports_except_the_listed() -> None:
     for number, line in enumerate(lines):
         if line.replace(" ", "") == "allow_indirect_imports=true":
             assert lines[number - 1].startswith("# Indirect imports allowed:")
+
+
+def test_services_import_one_another_without_circles_counting_annotations() -> None:
+    """The services' acyclic contract stays, over all of parley.services, and counts the
+    imports made for annotations only (the Context knot of issue #21 was made of them)."""
+    root = Path(__file__).resolve().parents[1]
+    config = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
+    linter = config["tool"]["importlinter"]
+    acyclic = [c for c in linter["contracts"] if c["type"] == "acyclic_siblings"]
+    assert [c["ancestors"] for c in acyclic] == [["parley.services"]]
+    assert not linter.get("exclude_type_checking_imports", False)
+    assert "depth" not in acyclic[0]  # the default (10) reaches services/live's modules

@@ -16,12 +16,12 @@ from parley.clock import Clock
 from parley.db.database import Database
 from parley.db.jti_claims import DatabaseReplayGuard
 from parley.errors import Unavailable
-from parley.jwt import JwksFetcher, KeyCache
+from parley.jwt import CachedIssuerResolver, JwksFetcher, KeyCache
 from parley.outbound import AddressPolicy, OutboundClient
 from parley.sealing import open_secret_box
 from parley.services.context import DEFAULT_PUBLIC_URL, Context, Instance, JwtRuntime
 from parley.services.credential_cache import MAX_ENTRIES, CredentialCache
-from parley.services.jwt_config import DatabaseKeySetStore, IssuerDirectory
+from parley.services.jwt_adapters import DatabaseKeySetStore, IssuerDirectory
 from parley.stores import RateLimiter, ReplayGuard, Revocations, StoreHealth, Throttle
 from parley.stores.memory import (
     MemoryRateLimiter,
@@ -102,16 +102,14 @@ async def open_context(options: RuntimeOptions, *, clock: Clock) -> AsyncIterato
             throttle=stores.throttle,
             clock=clock,
         )
-        issuers = IssuerDirectory(
-            db=database,
-            cache=cache,
-            clock=clock,
-            default_max_lifetime=options.jwt_max_lifetime_seconds,
+        policies = IssuerDirectory(
+            db=database, clock=clock, default_max_lifetime=options.jwt_max_lifetime_seconds
         )
         runtime = JwtRuntime(
             fetcher=fetcher,
             key_cache=cache,
-            issuers=issuers,
+            policies=policies,
+            issuers=CachedIssuerResolver(policies.policy, cache),
             rate_limiter=stores.rate_limiter,
             replay_guard=stores.replay_guard,
             default_audience=options.default_audience,

@@ -8,7 +8,7 @@ one without the JWT runtime or the stores); `Context`, built by the composition 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from parley.clock import Clock
 from parley.db.database import Database
@@ -20,23 +20,65 @@ DEFAULT_PUBLIC_URL = "http://127.0.0.1:8000"
 
 if TYPE_CHECKING:
     # Annotations only: the operator commands import this module without loading them.
-    from parley.jwt import JwksFetcher, KeyCache
+    from parley.jwt import (
+        IssuerPolicy,
+        IssuerResolver,
+        JwksSource,
+        KeySetStore,
+        KeySetView,
+        KeySource,
+    )
     from parley.outbound import AddressPolicy, OutboundClient
     from parley.sealing import SecretBox
-    from parley.services.jwt_config import IssuerDirectory
     from parley.stores.base import RateLimiter, ReplayGuard, Revocations, StoreHealth
+
+
+class IssuerPolicies(Protocol):
+    """Issuer -> policy, with this instance's copies (services/jwt_adapters.py)."""
+
+    async def policy(self, iss: str) -> IssuerPolicy | None:
+        """Return the policy of the organization that registered `iss`, or None."""
+        ...
+
+    def forget(self, org_id: str) -> None:
+        """Drop this instance's copies of an organization's policies."""
+        ...
+
+
+class KeySets(Protocol):
+    """The organizations' key sets as the configuration use cases see them (`jwt.KeyCache`)."""
+
+    async def view(self, source: KeySource) -> KeySetView:
+        """Describe the keys in force, loading them from the store if needed (never fetches)."""
+        ...
+
+    async def refresh(self, source: KeySource, *, store: KeySetStore | None = None) -> KeySetView:
+        """Fetch the JWKS now (static keys are reloaded); `store` takes the outcome."""
+        ...
+
+    def invalidate(self, org_id: str) -> None:
+        """Drop this instance's copy of an organization's keys."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
 class JwtRuntime:
-    """The JWT machinery of one instance (API.md section 7)."""
+    """The JWT machinery of one instance (API.md section 7), built by the composition root."""
 
-    fetcher: JwksFetcher
-    key_cache: KeyCache
-    issuers: IssuerDirectory
+    fetcher: JwksSource
+    key_cache: KeySets
+    policies: IssuerPolicies
+    issuers: IssuerResolver
+    """What verification asks: `policies` for the issuer, `key_cache` for the key."""
     rate_limiter: RateLimiter
     replay_guard: ReplayGuard
     default_audience: str
+
+    def forget(self, org_id: str) -> None:
+        """Drop this instance's copies of an organization's policies and keys after its
+        settings changed."""
+        self.policies.forget(org_id)
+        self.key_cache.invalidate(org_id)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,7 @@
-"""Per-organization JWT settings, the issuer directory and the stored JWKS (API.md section 7).
+"""Per-organization JWT settings: read, replace, refresh the JWKS (API.md section 7).
+
+What verification reads of them at run time (issuer policies, the stored JWKS) is in
+services/jwt_adapters.py.
 
 Rules:
 1. An issuer belongs to one organization only (409 `issuer_taken`).
@@ -13,27 +16,22 @@ Rules:
 from __future__ import annotations
 
 import logging
-from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from parley import jwt
-from parley.clock import Clock, utcnow
-from parley.db.database import Database
+from parley.clock import utcnow
 from parley.db.repos import jwt_configs as config_repo
 from parley.db.session import Session
 from parley.errors import IssuerTaken, NotFound, ValidationFailed
-from parley.ids import has_control_characters
 from parley.records import Actor, JwtConfig
 from parley.services import audit
 from parley.services.context import Context
+from parley.services.jwt_adapters import DatabaseKeySetStore, key_source_of
 
 log = logging.getLogger(__name__)
 
-POLICY_TTL_SECONDS = 2.0
-"""How long an instance trusts its copy of an issuer's policy before asking the database."""
-POLICY_CACHE_SIZE = 10_000
 MAX_STATIC_KEYS = 20
 """Static keys per organization, counting each key of a JWKS given whole (as the API caps
 `public_keys` entries)."""
@@ -77,120 +75,6 @@ class JwtConfigInput:
     jwks_url: str | None
     public_keys: tuple[object, ...] | None
     require_jti: bool
-
-
-RefreshRecorder = Callable[[Session, str, Mapping[str, object]], Awaitable[None]]
-"""Writes more rows in the transaction that stores a fetch's outcome: (session, org ID,
-outcome), the outcome being `{"ok": True, "kids": [...]}` or `{"ok": False, "error": ...}`."""
-
-
-class DatabaseKeySetStore:
-    """The KeySetStore of `parley.jwt`: the last good JWKS lives in the database.
-
-    With a `recorder`, each write also runs it in the same transaction, so the stored
-    outcome of a refresh and its audit event commit or roll back together.
-    """
-
-    def __init__(self, db: Database, *, recorder: RefreshRecorder | None = None) -> None:
-        self._db = db
-        self._recorder = recorder
-
-    async def load(self, org_id: str) -> jwt.StoredJwks | None:
-        async with self._db.read() as session:
-            config = await config_repo.get(session, org_id)
-        if config is None or config.jwks_document is None or config.jwks_document_url is None:
-            return None
-        return jwt.StoredJwks(
-            url=config.jwks_document_url,
-            document=config.jwks_document,
-            fetched_at=config.jwks_fetched_at or 0.0,
-            max_age_seconds=config.jwks_max_age or 600,
-            error=config.jwks_error,
-        )
-
-    async def save(self, org_id: str, jwks: jwt.StoredJwks) -> None:
-        async with self._db.transaction() as session:
-            await config_repo.save_jwks(
-                session,
-                org_id,
-                url=jwks.url,
-                document=jwks.document,
-                fetched_at=jwks.fetched_at,
-                max_age=jwks.max_age_seconds,
-            )
-            if self._recorder is not None:
-                kids = [key.kid for key in jwt.load_jwks(jwks.document).keys]
-                await self._recorder(session, org_id, {"ok": True, "kids": kids})
-
-    async def save_error(self, org_id: str, *, url: str, error: str) -> None:
-        async with self._db.transaction() as session:
-            await config_repo.save_jwks_error(session, org_id, url=url, error=error)
-            if self._recorder is not None:
-                await self._recorder(session, org_id, {"ok": False, "error": error})
-
-
-class IssuerDirectory:
-    """The IssuerResolver of `parley.jwt`: issuer -> policy from the database, keys from the
-    KeyCache. Policies are kept for 2 s per instance (bounded LRU, unknown issuers too), so a
-    flood of tokens costs no query each, and a changed configuration holds everywhere
-    within 2 s (at once on the instance that changed it)."""
-
-    def __init__(
-        self,
-        *,
-        db: Database,
-        cache: jwt.KeyCache,
-        clock: Clock,
-        default_max_lifetime: int,
-    ) -> None:
-        self._db = db
-        self._cache = cache
-        self._clock = clock
-        self._max_lifetime = default_max_lifetime
-        self._policies: OrderedDict[str, tuple[float, jwt.IssuerPolicy | None]] = OrderedDict()
-
-    async def policy(self, iss: str) -> jwt.IssuerPolicy | None:
-        if has_control_characters(iss):
-            return None  # no registered issuer holds one (PUT refuses them)
-        now = self._clock.monotonic()
-        cached = self._policies.get(iss)
-        if cached is not None and now - cached[0] < POLICY_TTL_SECONDS:
-            return cached[1]
-        async with self._db.read() as session:
-            org_id = await config_repo.org_of_issuer(session, iss)
-            config = await config_repo.get(session, org_id) if org_id else None
-        policy = self._policy_of(config) if config is not None else None
-        self._policies[iss] = (now, policy)
-        self._policies.move_to_end(iss)
-        while len(self._policies) > POLICY_CACHE_SIZE:
-            self._policies.popitem(last=False)
-        return policy
-
-    async def key(
-        self, policy: jwt.IssuerPolicy, kid: str, alg: jwt.Algorithm
-    ) -> jwt.VerificationKey | None:
-        return await self._cache.key(policy.keys, kid, alg)
-
-    def forget(self, org_id: str) -> None:
-        """Drop every cached policy and key of an organization after its settings changed."""
-        for iss, (_, policy) in list(self._policies.items()):
-            if policy is None or policy.org_id == org_id:
-                del self._policies[iss]
-        self._cache.invalidate(org_id)
-
-    def _policy_of(self, config: JwtConfig) -> jwt.IssuerPolicy:
-        return jwt.IssuerPolicy(
-            audience=config.audience,
-            keys=key_source_of(config),
-            max_lifetime_seconds=self._max_lifetime,
-            require_jti=config.require_jti,
-        )
-
-
-def key_source_of(config: JwtConfig) -> jwt.KeySource:
-    if config.jwks_url is not None:
-        return jwt.KeySource(org_id=config.org_id, jwks_url=config.jwks_url)
-    return jwt.KeySource(org_id=config.org_id, static_keys=config.static_keys)
 
 
 async def get_jwt_config(ctx: Context, *, org_id: str) -> JwtConfigView:
@@ -257,7 +141,7 @@ async def put_jwt_config(
             target="jwt_settings",
             details=details,
         )
-    ctx.jwt.issuers.forget(org_id)
+    ctx.jwt.forget(org_id)
     return await get_jwt_config(ctx, org_id=org_id)
 
 
@@ -291,7 +175,7 @@ async def refresh_jwks(ctx: Context, *, org_id: str, actor: Actor) -> JwtConfigV
             key_source_of(config), store=DatabaseKeySetStore(ctx.db, recorder=record)
         )
     finally:
-        ctx.jwt.issuers.forget(org_id)
+        ctx.jwt.forget(org_id)
     async with ctx.db.transaction() as session:
         if config.jwks_url is None:  # static keys: nothing stored but the event
             await record(session, org_id, {"ok": True, "kids": [key.kid for key in view.keys]})
