@@ -232,13 +232,15 @@ async def find_agent(
     The project is consulted only for names (spec section 4.1); a name in a project that
     does not exist is an agent that does not exist.
     """
-    project_id = None
-    if not looks_like_id(ref, "agent"):
+    if looks_like_id(ref, "agent"):
+        return await agent_repo.find(session, org_id, ref, project_id=None, for_update=for_update)
+    project_name = project or MAIN_PROJECT
+    if looks_like_id(project_name, "proj"):  # a project named by its ID
         try:
-            project_id = (await project_repo.resolve(session, org_id, project or MAIN_PROJECT)).id
+            project_name = (await project_repo.resolve(session, org_id, project_name)).name
         except ProjectNotFound:
             raise AgentNotFound() from None
-    return await agent_repo.find(session, org_id, ref, project_id=project_id, for_update=for_update)
+    return await agent_repo.find_named(session, org_id, project_name, ref, for_update=for_update)
 
 
 async def _record(

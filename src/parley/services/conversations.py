@@ -232,13 +232,13 @@ async def check_can_open(
 ) -> None:
     """Refuse a handshake for a conversation that has ended, or that does not exist (unless
     `missing_ok`: a JWT's conversation is created by its first socket)."""
-    async with ctx.db.read() as session:
-        found = await conversation_repo.find(session, org_id, conversation_id)
-    if found is None:
+    async with ctx.db.statement() as connection:  # one SELECT: no transaction needed
+        status = await conversation_repo.status_of(connection, org_id, conversation_id)
+    if status is None:
         if missing_ok:
             return
         raise ConversationNotFound()
-    if found.status == "ended":
+    if status == "ended":
         raise ConversationEnded()
 
 

@@ -134,6 +134,35 @@ async def find(
     return AgentState(row.id, row.org_id, row.project_id, row.name, row.disabled_at)
 
 
+async def find_named(
+    session: AsyncSession,
+    org_id: str,
+    project_name: str,
+    name: str,
+    *,
+    for_update: bool = False,
+) -> AgentState:
+    """Return the agent named `name` in the organization's project named `project_name`.
+
+    One statement for the project and the agent (issue #23: a write holds SQLite's lock for
+    every round trip it makes). With `for_update`, the agent's row (not the project's) is
+    locked until the transaction ends. Raises AgentNotFound, also when the project does not
+    exist.
+    """
+    query = (
+        select(AgentRow)
+        .join(ProjectRow, ProjectRow.id == AgentRow.project_id)
+        .where(ProjectRow.org_id == org_id, ProjectRow.name == project_name)
+        .where(AgentRow.name == name)
+    )
+    if for_update:
+        query = query.with_for_update(of=AgentRow)
+    row = await session.scalar(query.execution_options(populate_existing=True))
+    if row is None:
+        raise AgentNotFound()
+    return AgentState(row.id, row.org_id, row.project_id, row.name, row.disabled_at)
+
+
 async def insert(
     session: AsyncSession,
     *,

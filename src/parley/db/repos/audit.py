@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sqlalchemy import select, union
+from sqlalchemy import insert, select, union, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from parley.db.tables import AuditEventRow, AuditHeadRow, OrganizationRow
@@ -34,18 +34,30 @@ def to_record(row: AuditEventRow) -> AuditEvent:
 async def lock_chain(session: AsyncSession, org_id: str) -> tuple[int, str]:
     """Lock the organization's chain for this transaction; return its head (seq, hash).
 
-    PostgreSQL: `SELECT … FOR NO KEY UPDATE` on the organization's row, so two events of one
-    organization queue instead of forking the chain; the weaker lock does not conflict with
-    the `KEY SHARE` locks that foreign keys to the organization take, so it cannot deadlock
-    with them. SQLite: transactions already begin `IMMEDIATE` (one writer at a time).
+    One statement once the chain has a head (issue #23): `SELECT … FOR UPDATE` of the head
+    row, so two events of one organization queue instead of forking the chain, and the one
+    that waited reads the head the other committed (PostgreSQL re-reads a locked row that
+    changed meanwhile; it would not re-read an unlocked row joined to a locked one). A chain
+    without a head locks the organization's row (`FOR NO KEY UPDATE`: no conflict with the
+    `KEY SHARE` locks of foreign keys, so no deadlock with them), then reads the head. SQLite
+    renders no lock: its transactions already begin `IMMEDIATE` (one writer at a time).
     """
+    head = (
+        await session.execute(
+            select(AuditHeadRow.seq, AuditHeadRow.hash)
+            .where(AuditHeadRow.org_id == org_id)
+            .with_for_update()
+        )
+    ).first()
+    if head is not None:
+        return head[0], head[1]
     await session.execute(
         select(OrganizationRow.id)
         .where(OrganizationRow.id == org_id)
         .with_for_update(key_share=True)
     )
-    head = await head_of(session, org_id)
-    return head if head is not None else (0, GENESIS_HASH)
+    found = await head_of(session, org_id)
+    return found if found is not None else (0, GENESIS_HASH)
 
 
 async def head_of(session: AsyncSession, org_id: str) -> tuple[int, str] | None:
@@ -59,9 +71,13 @@ async def head_of(session: AsyncSession, org_id: str) -> tuple[int, str] | None:
 
 
 async def append(session: AsyncSession, event: AuditEvent) -> None:
-    """Insert an event and move the chain's head to it (the chain must be locked)."""
-    session.add(
-        AuditEventRow(
+    """Insert an event and move the chain's head to it (the chain must be locked).
+
+    Two Core statements and no ORM flush: the head row exists unless this is the chain's
+    first event (`lock_chain` read it in this transaction).
+    """
+    await session.execute(
+        insert(AuditEventRow).values(
             org_id=event.org_id,
             seq=event.seq,
             action=event.action,
@@ -76,12 +92,22 @@ async def append(session: AsyncSession, event: AuditEvent) -> None:
             hash=event.hash,
         )
     )
-    head = await session.get(AuditHeadRow, event.org_id, populate_existing=True)
-    if head is None:
-        session.add(AuditHeadRow(org_id=event.org_id, seq=event.seq, hash=event.hash))
-    else:
-        head.seq, head.hash = event.seq, event.hash
-    await session.flush()
+    if event.seq > 1:
+        moved = await session.execute(
+            update(AuditHeadRow)
+            .where(AuditHeadRow.org_id == event.org_id)
+            .values(seq=event.seq, hash=event.hash)
+        )
+        if _rowcount(moved) == 1:
+            return
+    await session.execute(
+        insert(AuditHeadRow).values(org_id=event.org_id, seq=event.seq, hash=event.hash)
+    )
+
+
+def _rowcount(result: object) -> int:
+    count: int = getattr(result, "rowcount", 0)
+    return count
 
 
 async def list_page(

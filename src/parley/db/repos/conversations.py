@@ -198,6 +198,21 @@ _READ = (
 )
 
 
+_STATUS = select(_CONVERSATIONS.c.status).where(
+    _CONVERSATIONS.c.org_id == bindparam("org_id"), _CONVERSATIONS.c.id == bindparam("id")
+)
+
+
+async def status_of(connection: AsyncConnection, org_id: str, conversation_id: str) -> str | None:
+    """Return the conversation's status, or None: one Core statement, built once
+    (`Database.statement()`: a WebSocket handshake reads nothing else, issue #23)."""
+    if not is_valid_conversation_id(conversation_id):
+        return None
+    params = {"org_id": org_id, "id": conversation_id}
+    status: str | None = (await connection.execute(_STATUS, params)).scalar()
+    return status
+
+
 async def load(session: AsyncSession, state: ConversationState) -> Conversation:
     """Return the record of a conversation, with its agent's name and its items."""
     agent_name = None
