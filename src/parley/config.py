@@ -49,6 +49,11 @@ class Settings(BaseSettings):
     stt_threads: int = Field(default=2, ge=1, le=64)
     vad_end_silence_ms: int = Field(default=400, ge=100, le=5_000)
     vad_min_speech_ms: int = Field(default=250, ge=96, le=5_000)
+    turn_detection: Literal["vad", "semantic"] | None = None
+    """How a turn ends: "semantic" (the end-of-turn model judges each pause), "vad" (silence
+    alone); unset: semantic when the model is installed, else vad."""
+    turn_model: Path | None = None
+    """The Smart Turn v3 ONNX file; unset: the one scripts/install put in the environment."""
     llm_base_url: str | None = None
     llm_api_key: SecretStr | None = None
     llm_model: str | None = None

@@ -61,3 +61,18 @@ def test_serve_restores_default_collection_thresholds(
         assert gc.get_threshold() == (700, 10, 10)
     finally:
         gc.set_threshold(*before)
+
+
+def test_serve_semantic_turn_detection_without_the_model_refused_exit_2(
+    cli_env: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    model = tmp_path / "smart-turn.onnx"
+    monkeypatch.setenv("PARLEY_TURN_DETECTION", "semantic")
+    monkeypatch.setenv("PARLEY_TURN_MODEL", str(model))
+    result = runner.invoke(app, ["serve", "--port", "1"])
+    assert result.exit_code == 2
+    assert result.stderr.startswith("error: PARLEY_TURN_DETECTION=semantic: PARLEY_TURN_MODEL ")
+    assert str(model) in result.stderr
+    assert "scripts/install" in result.stderr
+    assert "PARLEY_TURN_DETECTION=vad" in result.stderr
+    assert "Traceback" not in result.output

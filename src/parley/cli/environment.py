@@ -28,6 +28,12 @@ VARIABLES: tuple[tuple[str, str, str], ...] = (
     ("PARLEY_STT_THREADS", "2", "CPU threads of one speech decode"),
     ("PARLEY_VAD_END_SILENCE_MS", "400", "silence that ends the user's turn (100..5000)"),
     ("PARLEY_VAD_MIN_SPEECH_MS", "250", "least speech for a turn (96..5000)"),
+    (
+        "PARLEY_TURN_DETECTION",
+        "unset",
+        "turn end: semantic (end-of-turn model) or vad; unset: semantic if installed",
+    ),
+    ("PARLEY_TURN_MODEL", "unset", "Smart Turn v3 ONNX file; unset: the one scripts/install put"),
     ("PARLEY_LLM_BASE_URL", "unset", "OpenAI-compatible API; unset: rule-based replies"),
     ("PARLEY_LLM_API_KEY", "unset", "its bearer key"),
     ("PARLEY_LLM_MODEL", "unset", "its model name (required with a base URL)"),

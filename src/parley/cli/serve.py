@@ -57,6 +57,7 @@ def serve(
         )
         raise typer.Exit(2)
     check_speech_model(settings)
+    check_turn_model(settings)
     check_language_model(settings)
 
     async def bootstrap(ctx: Context) -> NewOrganization | None:
@@ -205,6 +206,24 @@ def check_speech_model(settings: Settings) -> None:
             err=True,
         )
         raise typer.Exit(2) from None
+
+
+def check_turn_model(settings: Settings) -> None:
+    """Refuse to start when PARLEY_TURN_DETECTION=semantic and the model is not installed."""
+    if settings.turn_detection != "semantic":
+        return  # unset: semantic if the model is there, else vad (parley.options)
+    from parley.engine import installed_turn_model
+
+    path = settings.turn_model or installed_turn_model()
+    if not path.is_file():
+        variable = "PARLEY_TURN_MODEL" if settings.turn_model else "the end-of-turn model"
+        typer.echo(
+            f"error: PARLEY_TURN_DETECTION=semantic: {variable} {path} is not installed. Run "
+            "scripts/install (it installs the model), set PARLEY_TURN_MODEL to the Smart Turn "
+            "v3 ONNX file, or set PARLEY_TURN_DETECTION=vad.",
+            err=True,
+        )
+        raise typer.Exit(2)
 
 
 def check_language_model(settings: Settings) -> None:

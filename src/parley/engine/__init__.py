@@ -48,12 +48,14 @@ from parley.engine.errors import (
     ReplyModelFailed,
     SynthesizerUnavailable,
     TooManyPendingResponses,
+    TurnModelUnavailable,
     UnknownAudioFormat,
 )
 from parley.engine.factory import DefaultEngineFactory, build_engine_factory
 from parley.engine.options import EngineOptions, LlmOptions
 from parley.engine.recognizers import PlaceholderRecognizer, WhisperRecognizer, check_model_dir
 from parley.engine.replies import ChatCompletionReplies, RuleBasedReplies
+from parley.engine.semantic import SemanticParams, SmartTurn, installed_turn_model
 from parley.engine.synthesizers import EspeakSynthesizer, HibariSynthesizer, load_synthesizer
 from parley.engine.tools import (
     ASYNC_STARTED,
@@ -110,7 +112,9 @@ __all__ = [
     "ReplyRequest",
     "RuleBasedReplies",
     "Samples",
+    "SemanticParams",
     "SessionConfig",
+    "SmartTurn",
     "Synthesizer",
     "SynthesizerUnavailable",
     "TooManyPendingResponses",
@@ -121,6 +125,7 @@ __all__ = [
     "ToolRunner",
     "Transcript",
     "Turn",
+    "TurnModelUnavailable",
     "UnknownAudioFormat",
     "UserFinishedSpeaking",
     "UserStartedSpeaking",
@@ -129,5 +134,6 @@ __all__ = [
     "WhisperRecognizer",
     "build_engine_factory",
     "check_model_dir",
+    "installed_turn_model",
     "load_synthesizer",
 ]

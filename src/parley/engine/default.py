@@ -58,6 +58,7 @@ from parley.engine.base import (
 )
 from parley.engine.errors import EngineClosed, TooManyPendingResponses
 from parley.engine.listening import Listener
+from parley.engine.semantic import SemanticParams, SmartTurn
 from parley.engine.speaker import Response, Speaker
 from parley.engine.tool_loop import ToolLoop
 from parley.engine.tools import ToolDefinition, ToolRunner
@@ -74,6 +75,7 @@ class EngineSettings:
     """Per-process tuning; the defaults are what the service runs with."""
 
     vad: VadParams = field(default_factory=VadParams)
+    semantic: SemanticParams = field(default_factory=SemanticParams)  # with a turn model
     output_chunk_ms: int = OUTPUT_CHUNK_MS
     playback_lead_s: float | None = 0.5  # None: send audio as fast as it is made (tests)
     partial_interval_s: float = 1.0
@@ -142,8 +144,10 @@ class DefaultEngine:
         vad_pool: SileroPool,
         settings: EngineSettings,
         clock: Clock,
+        turn_model: SmartTurn | None = None,
     ) -> None:
         self._config = config
+        self._turn_model = turn_model
         self._system_prompt = config.system_prompt
         self._tools = config.tools
         self._tool_runner = tool_runner
@@ -197,6 +201,8 @@ class DefaultEngine:
             params=settings.vad,
             language=self._config.language,
             partial_interval_s=settings.partial_interval_s,
+            turn_model=self._turn_model,
+            semantic=settings.semantic,
         )
         self._stack.push_async_callback(self._listener.aclose)
         events = anyio.create_memory_object_stream[EngineEvent](settings.event_buffer)

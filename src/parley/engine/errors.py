@@ -14,6 +14,7 @@
      └── Unavailable
           ├── SynthesizerUnavailable .... no speech synthesizer could be loaded
           ├── RecognizerUnavailable ..... the speech model is missing or does not load
+          ├── TurnModelUnavailable ...... the end-of-turn model is missing or does not load
           └── ReplyModelFailed .......... the language model failed, timed out or refused
 
 The socket layer reports the InvalidRequest and RateLimited ones as an `error` message and keeps
@@ -73,3 +74,8 @@ class RecognizerUnavailable(Unavailable):
 class ReplyModelFailed(Unavailable):
     code = "reply_model_failed"
     message = "The language model did not answer."
+
+
+class TurnModelUnavailable(Unavailable):
+    code = "turn_model_unavailable"
+    message = "The end-of-turn model is not available."

@@ -8,6 +8,7 @@ from parley.engine.default import DefaultEngine, EngineSettings
 from parley.engine.options import EngineOptions
 from parley.engine.recognizers import PlaceholderRecognizer, WhisperRecognizer
 from parley.engine.replies import ChatCompletionReplies, RuleBasedReplies
+from parley.engine.semantic import SmartTurn
 from parley.engine.synthesizers import load_synthesizer
 from parley.engine.tools import NoTools, ToolRunner
 from parley.engine.vad import shared_pool
@@ -24,8 +25,10 @@ class DefaultEngineFactory:
         replies: ReplyGenerator | None = None,
         settings: EngineSettings | None = None,
         clock: Clock | None = None,
+        turn_model: SmartTurn | None = None,
     ) -> None:
         self.synthesizer = synthesizer
+        self.turn_model = turn_model  # None: the turn ends on silence alone (vad mode)
         self.recognizer: Recognizer = recognizer or PlaceholderRecognizer()
         self.replies: ReplyGenerator = replies or RuleBasedReplies()
         self.settings = settings or EngineSettings()
@@ -33,15 +36,19 @@ class DefaultEngineFactory:
         self.vad_pool = shared_pool()
 
     async def warm_up(self) -> None:
-        """Load the voice, the speech model and a few VAD models."""
+        """Load the voice, the speech model, a few VAD models and the end-of-turn model."""
         await self.synthesizer.warm_up()
         await self.recognizer.warm_up()
         await self.vad_pool.warm_up()
+        if self.turn_model is not None:
+            await self.turn_model.warm_up()
 
     async def aclose(self) -> None:
-        """Release the recognizer's worker and the replier's HTTP client."""
+        """Release the recognizer's and the turn model's threads, and the replier's client."""
         await self.recognizer.aclose()
         await self.replies.aclose()
+        if self.turn_model is not None:
+            await self.turn_model.aclose()
 
     def create(
         self, config: SessionConfig, *, tool_runner: ToolRunner | None = None
@@ -56,13 +63,18 @@ class DefaultEngineFactory:
             vad_pool=self.vad_pool,
             settings=self.settings,
             clock=self.clock,
+            turn_model=self.turn_model,
         )
 
 
 def build_engine_factory(
     options: EngineOptions, *, clock: Clock | None = None
 ) -> DefaultEngineFactory:
-    """Build the factory the options ask for (raises RecognizerUnavailable for a bad model)."""
+    """Build the factory the options ask for.
+
+    Raises RecognizerUnavailable for a bad speech model, TurnModelUnavailable when semantic
+    turn detection is asked for and the end-of-turn model is not installed.
+    """
     recognizer: Recognizer
     if options.stt == "none":
         recognizer = PlaceholderRecognizer()
@@ -89,4 +101,5 @@ def build_engine_factory(
         replies=replies,
         settings=options.tuning,
         clock=clock,
+        turn_model=SmartTurn(options.turn_model) if options.turn_detection == "semantic" else None,
     )

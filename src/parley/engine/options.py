@@ -26,7 +26,8 @@ class EngineOptions:
 
     `stt` is "whisper" (faster-whisper; `stt_model` a CTranslate2 Whisper directory, None:
     the bundled tiny.en) or "none" (placeholder transcripts). `llm` None means the offline
-    rule-based replier.
+    rule-based replier. `turn_detection` "semantic" asks the end-of-turn model (installed by
+    scripts/install) whether a pause ends the user's thought; "vad" ends a turn on silence.
     """
 
     stt: Literal["whisper", "none"] = "whisper"
@@ -34,4 +35,6 @@ class EngineOptions:
     stt_threads: int = 2
     stt_max_pending: int = 32
     llm: LlmOptions | None = None
+    turn_detection: Literal["vad", "semantic"] = "vad"
+    turn_model: Path | None = None  # None: the model scripts/install installed
     tuning: EngineSettings = field(default_factory=EngineSettings)

@@ -67,6 +67,29 @@ def test_vad_click_shorter_than_onset_starts_nothing() -> None:
     assert run(windows(0.064, 1.0) + windows(1.0, 0.0)) == []
 
 
+def test_vad_check_after_check_ms_of_silence_once_per_pause() -> None:
+    """Semantic mode: CHECK (ask the end-of-turn model) comes after PAUSED, once per pause,
+    dated where the speech stopped; the turn still ends on the longest silence."""
+    detector = TurnDetector(WINDOW, VadParams(end_silence_ms=1500), check_ms=150)
+    audio = windows(0.96, 0.9) + windows(0.5, 0.0) + windows(0.64, 0.9) + windows(1.6, 0.0)
+    events = [(e.kind.value, round(e.time, 3)) for e in detector.process(audio)]
+    assert events == [
+        ("started", 0.0),
+        ("paused", 0.96),
+        ("check", 0.96),
+        ("resumed", 1.472),
+        ("paused", 2.112),
+        ("check", 2.112),
+        ("finished", 2.112),
+    ]
+
+
+def test_vad_check_not_between_pause_and_end_refused() -> None:
+    for check_ms in (64, 400):
+        with pytest.raises(ValueError, match="check_ms"):
+            TurnDetector(WINDOW, VadParams(), check_ms=check_ms)
+
+
 def test_vad_pause_then_resume_keeps_one_turn() -> None:
     events = run(windows(0.5, 0.9) + windows(0.2, 0.0) + windows(0.5, 0.9) + windows(0.5, 0.0))
     assert [kind for kind, _ in events] == ["started", "paused", "resumed", "paused", "finished"]

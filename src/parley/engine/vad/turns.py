@@ -6,6 +6,9 @@ TurnDetector reads one probability per VAD window and reports, in stream time:
   and an assistant response in progress is interrupted;
 - PAUSED after `pause_ms` without speech: the turn may be over, so the listener can start
   recognising what it has; RESUMED if speech comes back before the end;
+- CHECK (only with `check_ms`, the semantic end of turn) after `check_ms` without speech:
+  the listener asks the end-of-turn model whether the thought is finished, and ends the turn
+  early (`finish()`) when it is;
 - FINISHED after `end_silence_ms` without speech, or when the turn reaches `max_speech_ms`.
   A turn with less than `min_speech_ms` of speech in all (a cough, a click, a door) is
   FINISHED with `dropped=True`: it gets no transcript and no reply.
@@ -55,6 +58,7 @@ class VadParams:
 class Transition(enum.Enum):
     STARTED = "started"
     PAUSED = "paused"
+    CHECK = "check"
     RESUMED = "resumed"
     FINISHED = "finished"
 
@@ -72,7 +76,9 @@ class VadEvent:
 class TurnDetector:
     """Turns from per-window speech probabilities (see the module doc)."""
 
-    def __init__(self, window_seconds: float, params: VadParams) -> None:
+    def __init__(
+        self, window_seconds: float, params: VadParams, *, check_ms: int | None = None
+    ) -> None:
         self.params = params
         self._window = window_seconds
 
@@ -84,6 +90,9 @@ class TurnDetector:
         self._end = windows(params.end_silence_ms)
         self._min_speech = windows(params.min_speech_ms)
         self._max = windows(params.max_speech_ms)
+        self._check = windows(check_ms) if check_ms is not None else None
+        if self._check is not None and not self._pause < self._check < self._end:
+            raise ValueError("need pause_ms < check_ms < end_silence_ms (in windows)")
         self._index = 0  # windows seen
         self._run = 0  # consecutive speech windows (idle) or silent windows (in a turn)
         self._in_turn = False
@@ -153,6 +162,9 @@ class TurnDetector:
         if self._run == self._pause and not self._paused:
             self._paused = True
             return VadEvent(Transition.PAUSED, (self._last_speech + 1) * self._window)
+        if self._run == self._check:
+            speech = self._speech * self._window
+            return VadEvent(Transition.CHECK, (self._last_speech + 1) * self._window, speech)
         return None
 
 
@@ -198,10 +210,11 @@ class TurnAudio:
         self._start = None
         self._drop_before(self._received - self._keep)
 
-    def turn(self, until: float | None = None) -> Samples:
+    def turn(self, until: float | None = None, *, padded: bool = True) -> Samples:
         """Return the turn's audio, up to `until` plus padding (None: all received so far)."""
         first = self._start if self._start is not None else 0
-        last = self._received if until is None else round(until * self.rate) + self._pad
+        pad = self._pad if padded else 0
+        last = self._received if until is None else round(until * self.rate) + pad
         last = min(last, self._received)
         parts = [chunk for _, chunk in self._chunks]
         if not parts or last <= first:
