@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from parley.app import runtime_options
+from parley.composition.options import runtime_options
 from parley.config import Settings
 
 BOUND_VARIABLES = [

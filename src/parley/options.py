@@ -1,41 +1,16 @@
-"""From the operator's Settings to the plain values the services need.
+"""From the operator's Settings to the engine's options (`parley serve`, the app).
 
-Shared by the composition root (`parley.app`) and the operator commands (`parley.cli`), which
-open a services context without loading the HTTP layer.
+The services' options are in parley/composition/options.py, where this function moves next.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from parley.composition import RuntimeOptions, new_instance_id
 from parley.config import Settings
 
 if TYPE_CHECKING:
     from parley.engine import EngineOptions
-
-
-def runtime_options(settings: Settings) -> RuntimeOptions:
-    """Hand the services the plain values they need from the configuration."""
-    return RuntimeOptions(
-        database_url=settings.database_url,
-        redis_url=settings.redis_url,
-        default_audience=settings.public_host,
-        public_url=settings.public_url,
-        jwks_allow_http=settings.jwks_allow_http,
-        jwks_allow_private_networks=settings.jwks_allow_private_networks,
-        outbound_allow_http=settings.outbound_allow_http,
-        outbound_allow_private_networks=settings.outbound_allow_private_networks,
-        jwt_max_lifetime_seconds=settings.jwt_max_lifetime_seconds,
-        jwt_rate_per_minute=settings.jwt_rate_per_minute,
-        jwt_rate_burst=settings.jwt_rate_burst,
-        database_connect_timeout_seconds=settings.database_connect_timeout_seconds,
-        database_statement_timeout_seconds=settings.database_statement_timeout_seconds,
-        database_pool_timeout_seconds=settings.database_pool_timeout_seconds,
-        instance_id=settings.instance_id or new_instance_id(),
-        conversation_lease_seconds=settings.conversation_lease_seconds,
-        secret_key=settings.secret_key.get_secret_value() if settings.secret_key else None,
-    )
 
 
 def engine_options(settings: Settings) -> EngineOptions:

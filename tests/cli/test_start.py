@@ -13,13 +13,13 @@ import pytest
 from parley.cli import tokens
 from parley.jwt import mint
 
-# What the operator commands (database only: services/database_context.py) never need: the
+# What the operator commands (database only: composition/database.py) never need: the
 # web app, the JWT kernel and its HTTP client, Redis, the engine, and Alembic once the schema
 # is current.
 NOT_FOR_OPERATORS = ["alembic", "cryptography", "fastapi", "httpx", "numpy", "redis", "uvicorn",
-                     "parley.api", "parley.app", "parley.engine", "parley.jwt", "parley.options",
-                     "parley.services.authn", "parley.services.runtime", "parley.stores.redis",
-                     "parley.web"]  # fmt: skip
+                     "parley.api", "parley.app", "parley.composition.context", "parley.engine",
+                     "parley.jwt", "parley.options", "parley.services.authn",
+                     "parley.services.runtime", "parley.stores.redis", "parley.web"]  # fmt: skip
 HEAVY = ["fastapi", "uvicorn", "scipy", "numpy", "sqlalchemy", "alembic", "redis", "httpx",
          "parley.app", "parley.api", "parley.engine", "parley.services", "parley.db"]  # fmt: skip
 

@@ -15,7 +15,8 @@ import standardwebhooks
 import svix.webhooks
 
 from parley.clock import SystemClock
-from parley.composition import RuntimeOptions, open_context
+from parley.composition.context import open_context
+from parley.composition.options import RuntimeOptions
 from parley.outbound import AddressPolicy, HostResolver, OutboundClient, new_signing_secret
 from parley.records import ProjectRef, Tool
 from parley.services import Context

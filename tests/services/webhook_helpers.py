@@ -8,7 +8,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 
 from parley.clock import SystemClock
-from parley.composition import RuntimeOptions, open_context
+from parley.composition.context import open_context
+from parley.composition.options import RuntimeOptions
 from parley.records import OPERATOR, IssuedWebhook
 from parley.services import Context, webhooks
 from tests import databases

@@ -1,4 +1,7 @@
-"""What the operator commands share: settings, a checked and migrated database, output.
+"""What the operator commands share: settings, start-up checks, running, output.
+
+The context a command runs with is built by `parley.composition` (options, context,
+database); this module adds the checks and the messages a command line owes its operator.
 
 Start-up time matters for a command line: this module, like every `parley.cli` module,
 imports the heavy layers (the app, the database, the services) inside the functions that
@@ -224,8 +227,9 @@ def run_with_context(
 ) -> T:
     """Check the dependencies, migrate the database, run `use` with a services context."""
     from parley.clock import SystemClock
-    from parley.composition import open_context
-    from parley.options import runtime_options
+    from parley.composition.context import open_context
+    from parley.composition.options import runtime_options
+    from parley.composition.schema import migrate_database
 
     async def main() -> T:
         await check_dependencies(settings)
@@ -246,18 +250,12 @@ def run_with_database(
     engine serves the migration check and the command.
     """
     from parley.clock import SystemClock
-    from parley.services.database_context import DatabaseOptions, open_database_context
-
-    options = DatabaseOptions(
-        url=settings.database_url,
-        connect_timeout_seconds=settings.database_connect_timeout_seconds,
-        statement_timeout_seconds=settings.database_statement_timeout_seconds,
-        pool_timeout_seconds=settings.database_pool_timeout_seconds,
-    )
+    from parley.composition.database import open_database_context
+    from parley.composition.options import database_options
 
     async def main() -> T:
         await check_dependencies(settings)
-        async with open_database_context(options, clock=SystemClock()) as ctx:
+        async with open_database_context(database_options(settings), clock=SystemClock()) as ctx:
             return await use(ctx)
 
     return run(main(), settings, as_json=as_json)
@@ -265,6 +263,7 @@ def run_with_database(
 
 def run_migration(settings: Settings) -> None:
     """Check the dependencies and migrate the database (`parley migrate`)."""
+    from parley.composition.schema import migrate_database
 
     async def main() -> None:
         await check_dependencies(settings)
@@ -316,23 +315,6 @@ def _print_refusal(error: Any, *, as_json: bool) -> None:
     print(f"error: {error.message} ({error.code})", file=sys.stderr)
     for field, message in (error.param_errors or {}).items():
         print(f"  {field}: {message}", file=sys.stderr)
-
-
-async def migrate_database(url: str) -> None:
-    """Bring the database at `url` to the newest schema (the engine opens only if needed)."""
-    from parley.db.migrate import is_current
-
-    if await is_current(url):
-        return
-
-    from parley.db.engine import create_engine
-    from parley.db.migrate import upgrade_if_needed
-
-    engine = create_engine(url)
-    try:
-        await upgrade_if_needed(engine)
-    finally:
-        await engine.dispose()
 
 
 def emit(value: dict[str, Any], *, as_json: bool, text: str) -> None:

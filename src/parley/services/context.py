@@ -1,8 +1,10 @@
 """What every use-case receives: the database, the clock and the shared stores.
 
-`DatabaseContext` is the part the operator commands need (services/database_context.py opens
-one without the JWT runtime or the stores); `Context`, built by the composition root, is a
-`DatabaseContext` with everything else, so any service that takes the former takes it too.
+`DatabaseContext` is the part the operator commands need (composition/database.py opens one
+without the JWT runtime or the stores); `Context`, built by the composition root
+(composition/context.py), is a `DatabaseContext` with everything else, so any service that
+takes the former takes it too. Its adapters are typed by Protocols, so this module imports
+no use case and no adapter.
 """
 
 from __future__ import annotations

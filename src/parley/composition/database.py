@@ -1,31 +1,21 @@
 """Open a context for the operator commands: the database and the clock, nothing else.
 
 `parley orgs create`, `parley api-keys create` and `parley audit verify` read and write only
-the database, so they skip what `composition.open_context` opens for the app (an HTTP
-client for JWKS fetches, the JWT runtime, Redis or in-process stores): a command line must
-answer fast (bench/cli_start.py), and these commands never need Redis.
+the database, so they skip what `composition.context.open_context` opens for the app (an
+HTTP client for JWKS fetches, the JWT runtime, Redis or in-process stores): a command line
+must answer fast (bench/cli_start.py), and these commands never need Redis.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 
 from parley.clock import Clock
+from parley.composition.options import DatabaseOptions
 from parley.db.database import Database
 from parley.db.migrate import upgrade_if_needed
 from parley.services.context import DatabaseContext
-
-
-@dataclass(frozen=True, slots=True)
-class DatabaseOptions:
-    """Where the database is and how long to wait on it (seconds; None: the defaults)."""
-
-    url: str
-    connect_timeout_seconds: float | None = None
-    statement_timeout_seconds: float | None = None
-    pool_timeout_seconds: float | None = None
 
 
 @asynccontextmanager

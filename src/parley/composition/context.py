@@ -1,25 +1,23 @@
-"""The composition root's wiring, shared by the app and the command line: open and close
-everything the services need (database, shared stores, JWT machinery) and hand them a
-Context. Which implementation of each store is chosen here, and only here."""
+"""Open and close everything the services need (database, shared stores, JWT machinery,
+the outbound client) and hand them a Context: for the app's lifespan and the commands that
+need the whole runtime. Which implementation of each store is chosen here, and only here."""
 
 from __future__ import annotations
 
 import logging
-import os
-import secrets
-import socket
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from parley.clock import Clock
+from parley.composition.options import RuntimeOptions, new_instance_id
 from parley.db.database import Database
 from parley.db.jti_claims import DatabaseReplayGuard
 from parley.errors import Unavailable
 from parley.jwt import CachedIssuerResolver, JwksFetcher, KeyCache
 from parley.outbound import AddressPolicy, OutboundClient
 from parley.sealing import open_secret_box
-from parley.services.context import DEFAULT_PUBLIC_URL, Context, Instance, JwtRuntime
+from parley.services.context import Context, Instance, JwtRuntime
 from parley.services.credential_cache import MAX_ENTRIES, CredentialCache
 from parley.services.jwt_adapters import DatabaseKeySetStore, IssuerDirectory
 from parley.stores import RateLimiter, ReplayGuard, Revocations, StoreHealth, Throttle
@@ -34,32 +32,6 @@ log = logging.getLogger(__name__)
 
 SIGN_IN_RATE = (10, 10)
 """Failed dashboard sign-ins per client address: 10 per minute, bursts of 10."""
-
-
-@dataclass(frozen=True, slots=True)
-class RuntimeOptions:
-    """The plain values the services need from the configuration."""
-
-    database_url: str
-    redis_url: str | None
-    default_audience: str
-    jwks_allow_http: bool = False
-    jwks_allow_private_networks: bool = False
-    outbound_allow_http: bool = False
-    outbound_allow_private_networks: bool = False
-    jwt_max_lifetime_seconds: int = 3600
-    jwt_rate_per_minute: int = 60
-    jwt_rate_burst: int = 20
-    database_connect_timeout_seconds: float | None = None
-    database_statement_timeout_seconds: float | None = None
-    database_pool_timeout_seconds: float | None = None
-    instance_id: str = ""
-    """This instance's name (empty: a fresh one, `new_instance_id()`)."""
-    conversation_lease_seconds: float = 15.0
-    secret_key: str | None = field(default=None, repr=False)
-    """PARLEY_SECRET_KEY; None: the key file (parley/sealing.py)."""
-    public_url: str = DEFAULT_PUBLIC_URL
-    """PARLEY_PUBLIC_URL, without a trailing slash: what carriers call and sign (API.md 13)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,11 +111,6 @@ async def open_context(options: RuntimeOptions, *, clock: Clock) -> AsyncIterato
             ),
             public_url=options.public_url,
         )
-
-
-def new_instance_id() -> str:
-    """A name for an instance that was given none: host, process and a random part."""
-    return f"{socket.gethostname()[:64]}:{os.getpid()}:{secrets.token_hex(4)}"
 
 
 async def _open_stores(

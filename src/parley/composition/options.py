@@ -1,0 +1,92 @@
+"""From the operator's Settings to the plain values the wiring needs.
+
+Light on purpose: the operator commands import it (for `database_options`) without loading
+the JWT kernel, the stores or the HTTP client.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import socket
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from parley.services.context import DEFAULT_PUBLIC_URL
+
+if TYPE_CHECKING:
+    from parley.config import Settings
+
+
+@dataclass(frozen=True, slots=True)
+class RuntimeOptions:
+    """The plain values the services need from the configuration."""
+
+    database_url: str
+    redis_url: str | None
+    default_audience: str
+    jwks_allow_http: bool = False
+    jwks_allow_private_networks: bool = False
+    outbound_allow_http: bool = False
+    outbound_allow_private_networks: bool = False
+    jwt_max_lifetime_seconds: int = 3600
+    jwt_rate_per_minute: int = 60
+    jwt_rate_burst: int = 20
+    database_connect_timeout_seconds: float | None = None
+    database_statement_timeout_seconds: float | None = None
+    database_pool_timeout_seconds: float | None = None
+    instance_id: str = ""
+    """This instance's name (empty: a fresh one, `new_instance_id()`)."""
+    conversation_lease_seconds: float = 15.0
+    secret_key: str | None = field(default=None, repr=False)
+    """PARLEY_SECRET_KEY; None: the key file (parley/sealing.py)."""
+    public_url: str = DEFAULT_PUBLIC_URL
+    """PARLEY_PUBLIC_URL, without a trailing slash: what carriers call and sign (API.md 13)."""
+
+
+@dataclass(frozen=True, slots=True)
+class DatabaseOptions:
+    """Where the database is and how long to wait on it (seconds; None: the defaults)."""
+
+    url: str
+    connect_timeout_seconds: float | None = None
+    statement_timeout_seconds: float | None = None
+    pool_timeout_seconds: float | None = None
+
+
+def runtime_options(settings: Settings) -> RuntimeOptions:
+    """Hand the services the plain values they need from the configuration."""
+    return RuntimeOptions(
+        database_url=settings.database_url,
+        redis_url=settings.redis_url,
+        default_audience=settings.public_host,
+        public_url=settings.public_url,
+        jwks_allow_http=settings.jwks_allow_http,
+        jwks_allow_private_networks=settings.jwks_allow_private_networks,
+        outbound_allow_http=settings.outbound_allow_http,
+        outbound_allow_private_networks=settings.outbound_allow_private_networks,
+        jwt_max_lifetime_seconds=settings.jwt_max_lifetime_seconds,
+        jwt_rate_per_minute=settings.jwt_rate_per_minute,
+        jwt_rate_burst=settings.jwt_rate_burst,
+        database_connect_timeout_seconds=settings.database_connect_timeout_seconds,
+        database_statement_timeout_seconds=settings.database_statement_timeout_seconds,
+        database_pool_timeout_seconds=settings.database_pool_timeout_seconds,
+        instance_id=settings.instance_id or new_instance_id(),
+        conversation_lease_seconds=settings.conversation_lease_seconds,
+        secret_key=settings.secret_key.get_secret_value() if settings.secret_key else None,
+    )
+
+
+def database_options(settings: Settings) -> DatabaseOptions:
+    """Hand the operator commands the database's URL and time-outs from the configuration."""
+    return DatabaseOptions(
+        url=settings.database_url,
+        connect_timeout_seconds=settings.database_connect_timeout_seconds,
+        statement_timeout_seconds=settings.database_statement_timeout_seconds,
+        pool_timeout_seconds=settings.database_pool_timeout_seconds,
+    )
+
+
+def new_instance_id() -> str:
+    """A name for an instance that was given none: host, process and a random part."""
+    return f"{socket.gethostname()[:64]}:{os.getpid()}:{secrets.token_hex(4)}"
