@@ -20,6 +20,14 @@ from parley.db.errors import RETRY_AFTER_SECONDS, UniqueViolations, translated
 from parley.errors import Unavailable
 from parley.shared_probe import SharedProbe
 
+_CHANGED_ORGS = "parley.changed_orgs"
+
+
+def mark_changed(session: AsyncSession, org_id: str) -> None:
+    """Note, in the transaction, that it changes an organization's data: once it commits,
+    the commit listeners hear of it (`Database.add_commit_listener`)."""
+    session.info.setdefault(_CHANGED_ORGS, set()).add(org_id)
+
 
 class Database:
     """Owns the engines; hands out transactions whose failures are Parley errors.
@@ -48,6 +56,7 @@ class Database:
         self._probe = SharedProbe(self.ping)
         self._write_probes: dict[str, SharedProbe] = {}
         self._writers = asyncio.Lock() if engine.dialect.name == "sqlite" else None
+        self._commit_listeners: list[Callable[[frozenset[str]], None]] = []
 
     @classmethod
     def from_url(
@@ -78,9 +87,23 @@ class Database:
     async def transaction(
         self, unique_violations: UniqueViolations | None = None
     ) -> AsyncIterator[AsyncSession]:
-        """Yield a session inside one transaction: committed on success, else rolled back."""
-        async with self._write_turn(), self._within(self._sessions, unique_violations) as session:
-            yield session
+        """Yield a session inside one transaction: committed on success, else rolled back.
+
+        After a commit that changed organizations' data (`mark_changed`), the commit
+        listeners are told which, before this returns (services/read_model.py).
+        """
+        async with self._write_turn():
+            async with self._within(self._sessions, unique_violations) as session:
+                yield session
+            changed: set[str] | None = session.info.get(_CHANGED_ORGS)
+            if changed:
+                for listener in self._commit_listeners:
+                    listener(frozenset(changed))
+
+    def add_commit_listener(self, listener: Callable[[frozenset[str]], None]) -> None:
+        """Call `listener` with the organizations whose data each committed transaction
+        changed (called in the committing task; it must not block)."""
+        self._commit_listeners.append(listener)
 
     @asynccontextmanager
     async def _write_turn(self) -> AsyncIterator[None]:

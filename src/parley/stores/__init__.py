@@ -1,5 +1,5 @@
 """Shared ephemeral state, behind small interfaces (base.py): replay records, rate limits,
-revocations, throttles, and whether they answer.
+revocations, throttles, the change feed, and whether they answer.
 
 The package exports only the Protocols. Implementations are chosen by the composition root
 (`parley.composition`): in-process ones (`parley.stores.memory`) for embedded mode and
@@ -8,6 +8,7 @@ services never loads redis-py.
 """
 
 from parley.stores.base import (
+    ChangeFeed,
     RateDecision,
     RateLimiter,
     ReplayGuard,
@@ -16,4 +17,12 @@ from parley.stores.base import (
     Throttle,
 )
 
-__all__ = ["RateDecision", "RateLimiter", "ReplayGuard", "Revocations", "StoreHealth", "Throttle"]
+__all__ = [
+    "ChangeFeed",
+    "RateDecision",
+    "RateLimiter",
+    "ReplayGuard",
+    "Revocations",
+    "StoreHealth",
+    "Throttle",
+]

@@ -7,6 +7,7 @@ when their backend is down, so callers fail closed.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -69,4 +70,22 @@ class Throttle(Protocol):
 
     async def seconds_left(self, key: str) -> float:
         """Return how long the open window of `key` lasts yet (0 when none is open)."""
+        ...
+
+
+class ChangeFeed(Protocol):
+    """Tells every instance whose data changed, so each drops its copies (the read model).
+
+    Delivery is best effort: a message can be lost (a reconnect, a network split), so a
+    reader of the feed must bound its staleness another way (services/read_model.py).
+    """
+
+    async def publish(self, org_id: str) -> None:
+        """Announce that an organization's data changed (after the commit)."""
+        ...
+
+    async def listen(self, on_change: Callable[[str | None], None]) -> None:
+        """Call `on_change(org_id)` for each change announced by any instance, and
+        `on_change(None)` whenever announcements may have been missed (on each
+        (re)subscription); run until cancelled."""
         ...

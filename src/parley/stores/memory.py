@@ -12,8 +12,10 @@ bucket refills follow `clock.monotonic()`, so a wall-clock step cannot stretch t
 
 from __future__ import annotations
 
+import asyncio
 import heapq
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
@@ -195,3 +197,24 @@ class MemoryThrottle:
         now = self._clock.monotonic()
         deadline = self._windows.deadline(key, now=now)
         return 0.0 if deadline is None else deadline - now
+
+
+class MemoryChangeFeed:
+    """The change feed of one process: what is published reaches its own listeners."""
+
+    def __init__(self) -> None:
+        self._listeners: list[Callable[[str | None], None]] = []
+
+    async def publish(self, org_id: str) -> None:
+        """Tell this process's listeners at once."""
+        for on_change in list(self._listeners):
+            on_change(org_id)
+
+    async def listen(self, on_change: Callable[[str | None], None]) -> None:
+        """Deliver this process's announcements until cancelled (none can be missed)."""
+        self._listeners.append(on_change)
+        try:
+            on_change(None)
+            await asyncio.Event().wait()
+        finally:
+            self._listeners.remove(on_change)

@@ -23,7 +23,7 @@ import contextlib
 import hashlib
 import logging
 import math
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from datetime import UTC, datetime
 from typing import Final
@@ -42,6 +42,7 @@ from parley.stores.base import RateDecision
 __all__ = [
     "DEFAULT_PREFIX",
     "REDIS_ERRORS",
+    "RedisChangeFeed",
     "RedisRateLimiter",
     "RedisReplayGuard",
     "RedisRevocations",
@@ -370,3 +371,43 @@ class RedisThrottle:
         with _unavailable_on_redis_errors():
             left_ms = await self._client.pttl(name)  # -2: no key; -1: no expiry (not ours)
         return max(0, int(left_ms)) / 1000
+
+
+class RedisChangeFeed:
+    """The change feed of a fleet: a Redis pub/sub channel, `<prefix>changes`.
+
+    Pub/sub keeps nothing: a message sent while an instance is not subscribed is lost to it.
+    So the listener reports `None` ("anything may have been missed") each time it
+    (re)subscribes, and resubscribes after `RESUBSCRIBE_SECONDS` when the connection fails.
+    """
+
+    RESUBSCRIBE_SECONDS: Final = 1.0
+    POLL_SECONDS: Final = 1.0
+
+    def __init__(self, client: Redis, *, prefix: str = DEFAULT_PREFIX) -> None:
+        self._client = client
+        self._channel = f"{prefix}changes"
+
+    async def publish(self, org_id: str) -> None:
+        """Send the organization's ID on the channel; Unavailable when Redis does not answer."""
+        with _unavailable_on_redis_errors():
+            await self._client.publish(self._channel, org_id)
+
+    async def listen(self, on_change: Callable[[str | None], None]) -> None:
+        """Subscribe and deliver every message until cancelled, resubscribing after a failure."""
+        while True:
+            try:
+                await self._listen_once(on_change)
+            except REDIS_ERRORS as exc:
+                log.warning("change feed: Redis subscription lost (%s); resubscribing", exc)
+            await asyncio.sleep(self.RESUBSCRIBE_SECONDS)
+
+    async def _listen_once(self, on_change: Callable[[str | None], None]) -> None:
+        async with self._client.pubsub(ignore_subscribe_messages=True) as pubsub:
+            await pubsub.subscribe(self._channel)
+            on_change(None)  # messages sent before this subscription are not delivered
+            while True:
+                message = await pubsub.get_message(timeout=self.POLL_SECONDS)
+                if message is not None and message.get("type") == "message":
+                    data = message["data"]
+                    on_change(data.decode() if isinstance(data, bytes) else str(data))

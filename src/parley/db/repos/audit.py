@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sqlalchemy import insert, select, union, update
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy import bindparam, insert, select, union, update
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
+from parley.db.database import mark_changed
 from parley.db.tables import AuditEventRow, AuditHeadRow, OrganizationRow
 from parley.records import AuditEvent
 
@@ -74,8 +75,10 @@ async def append(session: AsyncSession, event: AuditEvent) -> None:
     """Insert an event and move the chain's head to it (the chain must be locked).
 
     Two Core statements and no ORM flush: the head row exists unless this is the chain's
-    first event (`lock_chain` read it in this transaction).
+    first event (`lock_chain` read it in this transaction). The head's `seq` is the
+    organization's generation (`generation_of`): the commit tells the read model too.
     """
+    mark_changed(session, event.org_id)
     await session.execute(
         insert(AuditEventRow).values(
             org_id=event.org_id,
@@ -108,6 +111,19 @@ async def append(session: AsyncSession, event: AuditEvent) -> None:
 def _rowcount(result: object) -> int:
     count: int = getattr(result, "rowcount", 0)
     return count
+
+
+_GENERATION = select(AuditHeadRow.seq).where(AuditHeadRow.org_id == bindparam("org_id"))
+
+
+async def generation_of(connection: AsyncConnection, org_id: str) -> int:
+    """Return the organization's generation: its chain's last `seq` (0 before any event).
+
+    Every change is audited in its own transaction (services/audit.py rule 1), so the
+    number grows with each committed change of the organization; one statement, built once.
+    """
+    seq: int | None = (await connection.execute(_GENERATION, {"org_id": org_id})).scalar()
+    return seq or 0
 
 
 async def list_page(
