@@ -20,7 +20,15 @@ from parley.sealing import open_secret_box
 from parley.services.context import Context, Instance, JwtRuntime
 from parley.services.credential_cache import MAX_ENTRIES, CredentialCache
 from parley.services.jwt_adapters import DatabaseKeySetStore, IssuerDirectory
-from parley.stores import RateLimiter, ReplayGuard, Revocations, StoreHealth, Throttle
+from parley.services.read_model import ReadModel
+from parley.stores import (
+    ChangeFeed,
+    RateLimiter,
+    ReplayGuard,
+    Revocations,
+    StoreHealth,
+    Throttle,
+)
 from parley.stores.memory import (
     MemoryRateLimiter,
     MemoryRevocations,
@@ -42,6 +50,8 @@ class _Stores:
     throttle: Throttle
     sign_in_limiter: RateLimiter
     health: StoreHealth
+    changes: ChangeFeed | None
+    """The read model's change feed: None in one process (its commits tell it at once)."""
 
 
 @asynccontextmanager
@@ -86,6 +96,8 @@ async def open_context(options: RuntimeOptions, *, clock: Clock) -> AsyncIterato
             replay_guard=stores.replay_guard,
             default_audience=options.default_audience,
         )
+        read_model = ReadModel(stores.changes)
+        stack.push_async_callback(read_model.aclose)  # before the Redis client closes
         yield Context(
             db=database,
             clock=clock,
@@ -109,6 +121,7 @@ async def open_context(options: RuntimeOptions, *, clock: Clock) -> AsyncIterato
             credential_cache=CredentialCache(
                 max_entries=MAX_ENTRIES if options.redis_url is None else 0
             ),
+            read_model=read_model,
             public_url=options.public_url,
         )
 
@@ -125,9 +138,11 @@ async def _open_stores(
             throttle=MemoryThrottle(clock),
             sign_in_limiter=MemoryRateLimiter(*SIGN_IN_RATE, clock),
             health=MemoryStoreHealth(),
+            changes=None,
         )
     # redis-py loads only when Redis is configured.
     from parley.stores.redis import (
+        RedisChangeFeed,
         RedisRateLimiter,
         RedisReplayGuard,
         RedisRevocations,
@@ -151,4 +166,5 @@ async def _open_stores(
         throttle=RedisThrottle(client),
         sign_in_limiter=RedisRateLimiter(*SIGN_IN_RATE, client),
         health=RedisStoreHealth(client),
+        changes=RedisChangeFeed(client),
     )

@@ -93,9 +93,16 @@ async def create_agent(
 
 
 async def get_agent(ctx: Context, *, org_id: str, ref: str, project: str | None) -> Agent:
-    """Return the agent named (in `project`, default `main`) or identified by `ref`."""
-    async with ctx.db.read() as session:
-        return await agent_repo.load(session, (await find_agent(session, org_id, ref, project)).id)
+    """Return the agent named (in `project`, default `main`) or identified by `ref`: from
+    this process's read model while the organization is unchanged (services/read_model.py)."""
+    key = ("agent", ref) if looks_like_id(ref, "agent") else ("agent", project or MAIN_PROJECT, ref)
+
+    async def load() -> Agent:
+        async with ctx.db.read() as session:
+            found = await find_agent(session, org_id, ref, project)
+            return await agent_repo.load(session, found.id)
+
+    return await ctx.read_model.get(ctx.db, org_id, key, load)
 
 
 async def list_agents(

@@ -16,6 +16,7 @@ from parley.clock import Clock
 from parley.db.database import Database
 from parley.services.credential_cache import CredentialCache
 from parley.services.outbox_bell import OutboxBell
+from parley.services.read_model import ReadModel
 
 DEFAULT_PUBLIC_URL = "http://127.0.0.1:8000"
 """PARLEY_PUBLIC_URL's default (parley/config.py)."""
@@ -119,6 +120,9 @@ class Context(DatabaseContext):
     """Where webhook tools and webhooks may call (PARLEY_OUTBOUND_ALLOW_*)."""
     credential_cache: CredentialCache = field(default_factory=CredentialCache)
     """API keys and session tokens already seen (services/credential_cache.py)."""
+    read_model: ReadModel = field(default_factory=ReadModel)
+    """Read-mostly records served from memory (services/read_model.py); in a fleet the
+    composition root gives it the Redis change feed."""
     outbox_bell: OutboxBell = field(default_factory=OutboxBell)
     """Rung after a commit that wrote webhook deliveries (services/webhook_delivery.py)."""
     public_url: str = DEFAULT_PUBLIC_URL

@@ -1,0 +1,182 @@
+"""The read model on one process (services/read_model.py, issue #23): agents from memory,
+dropped at once by a change made here, and within the bound by a change nobody announced."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import AsyncIterator
+
+import pytest
+
+from parley.db.database import Database
+from parley.records import Actor, Agent, AgentPatch
+from parley.services import Context, agents
+from parley.services.read_model import BOUND_SECONDS, ReadModel
+from parley.stores.memory import MemoryChangeFeed
+from tests.factories import make_agent, make_tool
+from tests.stores.conftest import ManualClock
+from tests.types import Tenant
+
+pytestmark = pytest.mark.anyio
+
+ACTOR = Actor(kind="api_key", id="key_test")
+
+
+@pytest.fixture
+async def elsewhere(ctx: Context, database_url: str) -> AsyncIterator[Context]:
+    """Another process's view of the same database: its commits tell nobody here."""
+    db = Database.from_url(database_url)
+    try:
+        yield dataclasses.replace(ctx, db=db, read_model=ReadModel())
+    finally:
+        await db.dispose()
+
+
+def _model_context(ctx: Context, clock: ManualClock, **options: int) -> Context:
+    return dataclasses.replace(ctx, read_model=ReadModel(clock=clock, **options))
+
+
+async def test_read_model_known_agent_needs_no_database_read(
+    ctx: Context, tenant: Tenant, statements: list[str]
+) -> None:
+    agent = await make_agent(ctx, tenant.org.id)
+    assert (await tenant.client.get(f"/v1/agents/{agent.name}")).status_code == 200
+    statements.clear()
+
+    answer = await tenant.client.get(f"/v1/agents/{agent.name}")
+
+    assert answer.status_code == 200
+    assert answer.json()["agent"]["id"] == agent.id
+    tables = ("agents", "projects", "phone_numbers", "api_keys", "audit_heads")
+    assert not [s for s in statements if any(table in s for table in tables)], statements
+
+
+async def test_read_model_disable_seen_at_once(ctx: Context, tenant: Tenant) -> None:
+    agent = await make_agent(ctx, tenant.org.id)
+    path = f"/v1/agents/{agent.name}"
+    assert (await tenant.client.get(path)).json()["agent"]["is_disabled"] is False
+
+    assert (await tenant.client.post(f"{path}/disable")).status_code == 200
+
+    assert (await tenant.client.get(path)).json()["agent"]["is_disabled"] is True
+
+
+async def test_read_model_phone_numbers_and_tools_changes_seen_at_once(
+    ctx: Context, tenant: Tenant
+) -> None:
+    tool = (await make_tool(ctx, tenant.org.id, name="lookup")).tool
+    agent = await make_agent(ctx, tenant.org.id, tools=(tool.name,))
+    path = f"/v1/agents/{agent.name}"
+    assert (await tenant.client.get(path)).json()["agent"]["tools"] == ["lookup"]
+
+    patched = await tenant.client.patch(path, json={"phone_numbers": ["+15550100"]})
+    assert patched.status_code == 200, patched.text
+    assert (await tenant.client.get(path)).json()["agent"]["phone_numbers"] == ["+15550100"]
+    renamed = await tenant.client.patch(f"/v1/tools/{tool.id}", json={"name": "find"})
+    assert renamed.status_code == 200, renamed.text
+
+    assert (await tenant.client.get(path)).json()["agent"]["tools"] == ["find"]
+
+
+async def test_read_model_unannounced_change_seen_within_bound(
+    ctx: Context, tenant: Tenant, elsewhere: Context
+) -> None:
+    """A change whose announcement is lost (made by a process that publishes nothing) is
+    served stale for at most BOUND_SECONDS: then the generation check drops the copies."""
+    clock = ManualClock()
+    here = _model_context(ctx, clock)
+    agent = await make_agent(ctx, tenant.org.id)
+    assert (await _get(here, tenant, agent)).disabled_at is None
+
+    await agents.disable_agent(
+        elsewhere, org_id=tenant.org.id, ref=agent.name, project=None, actor=ACTOR
+    )
+    clock.advance(BOUND_SECONDS / 2)
+    assert (await _get(here, tenant, agent)).disabled_at is None  # nobody told this process
+    clock.advance(BOUND_SECONDS / 2 + 0.01)
+
+    assert (await _get(here, tenant, agent)).disabled_at is not None
+
+
+async def test_read_model_unchanged_generation_keeps_copies(
+    ctx: Context, tenant: Tenant, statements: list[str]
+) -> None:
+    clock = ManualClock()
+    here = _model_context(ctx, clock)
+    agent = await make_agent(ctx, tenant.org.id)
+    await _get(here, tenant, agent)
+    clock.advance(BOUND_SECONDS + 1)
+    statements.clear()
+
+    await _get(here, tenant, agent)
+
+    assert len([s for s in statements if "audit_heads" in s]) == 1, statements
+    assert not [s for s in statements if "agents" in s], statements
+
+
+async def test_read_model_announcement_drops_copies(ctx: Context, tenant: Tenant) -> None:
+    feed = MemoryChangeFeed()
+    here = dataclasses.replace(ctx, read_model=ReadModel(feed))
+    loads = 0
+
+    async def load() -> int:
+        nonlocal loads
+        loads += 1
+        return loads
+
+    assert await here.read_model.get(ctx.db, tenant.org.id, "k", load) == 1
+    assert await here.read_model.get(ctx.db, tenant.org.id, "k", load) == 1
+    await feed.publish(tenant.org.id)  # what another instance's commit sends
+    assert await here.read_model.get(ctx.db, tenant.org.id, "k", load) == 2
+    await here.read_model.aclose()
+
+
+async def test_read_model_change_during_load_not_kept(ctx: Context, tenant: Tenant) -> None:
+    agent = await make_agent(ctx, tenant.org.id)
+    here = dataclasses.replace(ctx, read_model=ReadModel())
+
+    async def load_then_change() -> Agent:
+        loaded = await agents.get_agent(ctx, org_id=tenant.org.id, ref=agent.id, project=None)
+        await agents.update_agent(
+            ctx,
+            org_id=tenant.org.id,
+            ref=agent.id,
+            project=None,
+            patch=AgentPatch(system_prompt="Changed."),
+            actor=ACTOR,
+        )
+        return loaded
+
+    stale = await here.read_model.get(ctx.db, tenant.org.id, "agent", load_then_change)
+    assert stale.system_prompt == "Be brief."
+    fresh = await here.read_model.get(
+        ctx.db,
+        tenant.org.id,
+        "agent",
+        lambda: agents.get_agent(ctx, org_id=tenant.org.id, ref=agent.id, project=None),
+    )
+
+    assert fresh.system_prompt == "Changed."
+
+
+async def test_read_model_bounded_in_organizations_and_entries(
+    ctx: Context, tenant: Tenant, other_tenant: Tenant
+) -> None:
+    model = ReadModel(max_orgs=1, max_entries=1)
+    loads: list[str] = []
+
+    async def load(name: str) -> str:
+        loads.append(name)
+        return name
+
+    await model.get(ctx.db, tenant.org.id, "a", lambda: load("a"))
+    await model.get(ctx.db, tenant.org.id, "b", lambda: load("b"))  # drops "a"
+    await model.get(ctx.db, tenant.org.id, "a", lambda: load("a"))
+    await model.get(ctx.db, other_tenant.org.id, "c", lambda: load("c"))  # drops the first org
+    await model.get(ctx.db, tenant.org.id, "a", lambda: load("a"))
+
+    assert loads == ["a", "b", "a", "c", "a"]
+
+
+async def _get(here: Context, tenant: Tenant, agent: Agent) -> Agent:
+    return await agents.get_agent(here, org_id=tenant.org.id, ref=agent.name, project=None)
