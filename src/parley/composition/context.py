@@ -97,6 +97,7 @@ async def open_context(options: RuntimeOptions, *, clock: Clock) -> AsyncIterato
             default_audience=options.default_audience,
         )
         read_model = ReadModel(stores.changes)
+        read_model.attach(database)  # its commits are announced from the start
         stack.push_async_callback(read_model.aclose)  # before the Redis client closes
         yield Context(
             db=database,

@@ -95,7 +95,7 @@ class ReadModel:
         The organization's generation is read from `db` (one statement) when its copies
         were last confirmed more than `BOUND_SECONDS` ago.
         """
-        self._attach(db)
+        self.attach(db)
         view = await self._current_view(db, org_id)
         if key in view.entries:
             view.entries.move_to_end(key)
@@ -142,8 +142,10 @@ class ReadModel:
             self._views.popitem(last=False)
         return view
 
-    def _attach(self, db: Database) -> None:
-        """On first use with a database: hear its commits (rule 2) and the feed (rule 3)."""
+    def attach(self, db: Database) -> None:
+        """Hear the commits of `db` (rule 2: dropped here, announced to the feed) and listen
+        to the feed (rule 3). Done on first use at the latest; the composition root does it
+        at start, so that an instance that never read announces its changes too."""
         if id(db) in self._attached:
             return
         self._attached.add(id(db))

@@ -378,10 +378,12 @@ class RedisChangeFeed:
 
     Pub/sub keeps nothing: a message sent while an instance is not subscribed is lost to it.
     So the listener reports `None` ("anything may have been missed") each time it
-    (re)subscribes, and resubscribes after `RESUBSCRIBE_SECONDS` when the connection fails.
+    (re)subscribes, and resubscribes when the connection fails (0.1 s after the first
+    failure, doubling up to 2 s while Redis stays away).
     """
 
-    RESUBSCRIBE_SECONDS: Final = 1.0
+    RESUBSCRIBE_SECONDS: Final = (0.1, 2.0)
+    """The wait before resubscribing after a failure: doubling from the first to the second."""
     POLL_SECONDS: Final = 1.0
 
     def __init__(self, client: Redis, *, prefix: str = DEFAULT_PREFIX) -> None:
@@ -395,19 +397,20 @@ class RedisChangeFeed:
 
     async def listen(self, on_change: Callable[[str | None], None]) -> None:
         """Subscribe and deliver every message until cancelled, resubscribing after a failure."""
+        first, longest = self.RESUBSCRIBE_SECONDS
+        wait = first
         while True:
             try:
-                await self._listen_once(on_change)
+                async with self._client.pubsub(ignore_subscribe_messages=True) as pubsub:
+                    await pubsub.subscribe(self._channel)
+                    wait = first
+                    on_change(None)  # messages sent before this subscription are not delivered
+                    while True:
+                        message = await pubsub.get_message(timeout=self.POLL_SECONDS)
+                        if message is not None and message.get("type") == "message":
+                            data = message["data"]
+                            on_change(data.decode() if isinstance(data, bytes) else str(data))
             except REDIS_ERRORS as exc:
                 log.warning("change feed: Redis subscription lost (%s); resubscribing", exc)
-            await asyncio.sleep(self.RESUBSCRIBE_SECONDS)
-
-    async def _listen_once(self, on_change: Callable[[str | None], None]) -> None:
-        async with self._client.pubsub(ignore_subscribe_messages=True) as pubsub:
-            await pubsub.subscribe(self._channel)
-            on_change(None)  # messages sent before this subscription are not delivered
-            while True:
-                message = await pubsub.get_message(timeout=self.POLL_SECONDS)
-                if message is not None and message.get("type") == "message":
-                    data = message["data"]
-                    on_change(data.decode() if isinstance(data, bytes) else str(data))
+            await asyncio.sleep(wait)
+            wait = min(wait * 2, longest)
