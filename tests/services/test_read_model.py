@@ -78,6 +78,21 @@ async def test_read_model_phone_numbers_and_tools_changes_seen_at_once(
     assert (await tenant.client.get(path)).json()["agent"]["tools"] == ["find"]
 
 
+async def test_read_model_agent_list_sees_created_and_deleted_agents_at_once(
+    ctx: Context, tenant: Tenant
+) -> None:
+    first = await make_agent(ctx, tenant.org.id)
+    names = lambda answer: [a["name"] for a in answer.json()["agents"]]  # noqa: E731
+    assert names(await tenant.client.get("/v1/agents")) == [first.name]
+
+    made = await tenant.client.post("/v1/agents", json={"name": "second", "welcome_message": None})
+    assert made.status_code == 201, made.text
+    assert sorted(names(await tenant.client.get("/v1/agents"))) == sorted([first.name, "second"])
+    assert (await tenant.client.delete(f"/v1/agents/{first.name}")).status_code == 200
+
+    assert names(await tenant.client.get("/v1/agents")) == ["second"]
+
+
 async def test_read_model_unannounced_change_seen_within_bound(
     ctx: Context, tenant: Tenant, elsewhere: Context
 ) -> None:

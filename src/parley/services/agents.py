@@ -108,7 +108,18 @@ async def get_agent(ctx: Context, *, org_id: str, ref: str, project: str | None)
 async def list_agents(
     ctx: Context, *, org_id: str, project: str | None, cursor: str | None, limit: int
 ) -> Page[Agent]:
-    """List the organization's agents, in one project or (`project` empty or None) in all."""
+    """List the organization's agents, in one project or (`project` empty or None) in all:
+    each page from the read model while the organization is unchanged."""
+
+    async def load() -> Page[Agent]:
+        return await _list_page(ctx, org_id=org_id, project=project, cursor=cursor, limit=limit)
+
+    return await ctx.read_model.get(ctx.db, org_id, ("agents", project, cursor, limit), load)
+
+
+async def _list_page(
+    ctx: Context, *, org_id: str, project: str | None, cursor: str | None, limit: int
+) -> Page[Agent]:
     if not project:  # one statement: no transaction needed
         async with ctx.db.statement() as connection:
             agents = await agent_repo.list_page(
