@@ -16,7 +16,13 @@ if TYPE_CHECKING:
 def engine_options(settings: Settings) -> EngineOptions:
     """Choose the engine's plug-ins and tuning from the configuration."""
     # The engine (numpy, soxr, Silero) loads only for serving, not for operator commands.
-    from parley.engine import EngineOptions, EngineSettings, LlmOptions, VadParams
+    from parley.engine import (
+        EngineOptions,
+        EngineSettings,
+        LlmOptions,
+        VadParams,
+        installed_turn_model,
+    )
 
     llm = None
     if settings.llm_base_url is not None and settings.llm_model is not None:
@@ -30,10 +36,14 @@ def engine_options(settings: Settings) -> EngineOptions:
     vad = VadParams(
         end_silence_ms=settings.vad_end_silence_ms, min_speech_ms=settings.vad_min_speech_ms
     )
+    turn_model = settings.turn_model or installed_turn_model()
+    turn_detection = settings.turn_detection or ("semantic" if turn_model.is_file() else "vad")
     return EngineOptions(
         stt=settings.stt,
         stt_model=settings.stt_model,
         stt_threads=settings.stt_threads,
         llm=llm,
+        turn_detection=turn_detection,
+        turn_model=turn_model,
         tuning=EngineSettings(vad=vad),
     )

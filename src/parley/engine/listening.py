@@ -93,6 +93,8 @@ class Listener:
         self._partial_mark = 0.0
         self._speculative: asyncio.Task[Transcript | None] | None = None
         self._verdict: asyncio.Task[bool] | None = None
+        self._paused_at = 0.0
+        self._gaps: list[tuple[float, float]] = []  # pauses inside the turn (stream time)
         self._tasks: set[asyncio.Task[Any]] = set()
 
     @property
@@ -164,6 +166,7 @@ class Listener:
                 self._partial_mark = 0.0
                 return True
             case Transition.PAUSED:
+                self._paused_at = event.time
                 if self._recognizer.incremental:
                     self._speculative = self._start_final(event)
                 return False
@@ -173,6 +176,7 @@ class Listener:
                     self._verdict = self._spawn(self._ask(self._turn_model, audio))
                 return False
             case Transition.RESUMED:
+                self._gaps.append((self._paused_at, event.time))
                 if self._speculative is not None:
                     self._speculative.cancel()
                     self._speculative = None
@@ -215,7 +219,9 @@ class Listener:
 
     def _start_final(self, event: VadEvent) -> asyncio.Task[Transcript | None]:
         utterance = Utterance(
-            self._audio.turn(until=event.time), self._audio.rate, event.speech_seconds
+            self._audio.turn(until=event.time, gaps=self._gaps),
+            self._audio.rate,
+            event.speech_seconds,
         )
         return self._spawn(
             self._recognizer.transcribe(utterance, language=self._language, prefix=self.committed)
@@ -231,7 +237,7 @@ class Listener:
         if seconds - self._partial_mark < self._partial_interval:
             return
         self._partial_mark = seconds
-        utterance = Utterance(self._audio.turn(), self._audio.rate, seconds)
+        utterance = Utterance(self._audio.turn(gaps=self._gaps), self._audio.rate, seconds)
         self._partial = self._spawn(self._run_partial(utterance))
 
     async def _run_partial(self, utterance: Utterance) -> None:
@@ -249,6 +255,7 @@ class Listener:
 
     def _reset_turn(self) -> None:
         self._drop_verdict()
+        self._gaps = []
         self._committed = []
         self._hypothesis = []
         if self._partial is not None:

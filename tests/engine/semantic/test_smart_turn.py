@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import statistics
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -45,8 +46,9 @@ async def test_smart_turn_complete_sentences_judged_finished(model: SmartTurn) -
 async def test_smart_turn_sentence_stopped_after_holding_word_judged_unfinished(
     model: SmartTurn,
 ) -> None:
-    """Stopped after "for", "the", "my"...: most of these are judged unfinished (the share of
-    every such pause, in both modes, is measured by bench/turn_taking.py)."""
+    """Stopped after "for", "the", "my"...: three in four or more are judged unfinished, most
+    of them plainly (the share over every sentence, in both modes and over the socket, is
+    bench/turn_taking.py's; docs/engine.md records it)."""
     judged = []
     for sentence in speech.SENTENCES[:8]:
         for _index, at in pauses.pause_points(sentence):
@@ -54,7 +56,8 @@ async def test_smart_turn_sentence_stopped_after_holding_word_judged_unfinished(
             judged.append((await model.probability(until_speech_end(head)))[0])
     assert len(judged) >= 12
     finished = sum(p > 0.5 for p in judged)
-    assert finished <= len(judged) // 5, judged
+    assert finished * 4 <= len(judged), judged
+    assert statistics.median(judged) < 0.1, judged
 
 
 def test_smart_turn_input_is_last_8_seconds_padded_at_the_start() -> None:

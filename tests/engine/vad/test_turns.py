@@ -12,6 +12,7 @@ from parley.engine.vad import (
     SileroPool,
     SileroStream,
     Transition,
+    TurnAudio,
     TurnDetector,
     VadParams,
     vad_rate,
@@ -178,3 +179,20 @@ async def test_vad_pool_reuses_released_model() -> None:
     first = await pool.acquire(8_000)
     pool.release(first)
     assert await pool.acquire(8_000) is first
+
+
+def test_turn_audio_long_pause_inside_the_turn_cut_to_keep_gap_both_ends_kept() -> None:
+    """A 1 s pause inside a turn reaches the recognizer as 0.3 s (its two ends kept)."""
+    audio = TurnAudio(100, keep_s=0.5, pad_s=0.0)  # 100 Hz: one sample per 10 ms
+    samples = np.concatenate(
+        [np.full(100, 1.0), np.zeros(100), np.full(50, 2.0), np.zeros(20), np.full(30, 3.0)]
+    ).astype(np.float32)
+    audio.start_turn(0.0)
+    audio.append(samples)
+    whole = audio.turn()
+    assert np.array_equal(whole, samples)
+    cut = audio.turn(gaps=[(1.0, 2.0), (2.5, 2.7)], keep_gap_s=0.3)
+    expected = np.concatenate(
+        [np.full(100, 1.0), np.zeros(30), np.full(50, 2.0), np.zeros(20), np.full(30, 3.0)]
+    )
+    assert np.array_equal(cut, expected)  # the 0.2 s pause is shorter than 0.3 s: kept whole

@@ -23,6 +23,7 @@ from __future__ import annotations
 import enum
 import math
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -210,8 +211,20 @@ class TurnAudio:
         self._start = None
         self._drop_before(self._received - self._keep)
 
-    def turn(self, until: float | None = None, *, padded: bool = True) -> Samples:
-        """Return the turn's audio, up to `until` plus padding (None: all received so far)."""
+    def turn(
+        self,
+        until: float | None = None,
+        *,
+        padded: bool = True,
+        gaps: Sequence[tuple[float, float]] = (),
+        keep_gap_s: float = 0.3,
+    ) -> Samples:
+        """Return the turn's audio, up to `until` plus padding (None: all received so far).
+
+        Each of `gaps` (silences inside the turn, (start, end) in stream time) longer than
+        `keep_gap_s` is cut to that length, its two ends kept: Whisper tends to stop
+        transcribing after a long pause inside its input.
+        """
         first = self._start if self._start is not None else 0
         pad = self._pad if padded else 0
         last = self._received if until is None else round(until * self.rate) + pad
@@ -221,7 +234,27 @@ class TurnAudio:
             return np.zeros(0, dtype=np.float32)
         origin = self._chunks[0][0]
         audio = np.concatenate(parts)
-        return np.array(audio[max(first - origin, 0) : last - origin], dtype=np.float32)
+        begin = max(first - origin, 0)
+        audio = audio[begin : last - origin]
+        if gaps:
+            audio = self._shortened(audio, origin + begin, gaps, keep_gap_s)
+        return np.array(audio, dtype=np.float32)
+
+    def _shortened(
+        self, audio: Samples, first: int, gaps: Sequence[tuple[float, float]], keep_s: float
+    ) -> Samples:
+        keep = round(keep_s * self.rate)
+        kept: list[Samples] = []
+        at = 0
+        for start, end in gaps:
+            cut_from = round(start * self.rate) - first + keep // 2
+            cut_to = min(round(end * self.rate) - first - (keep - keep // 2), audio.size)
+            if cut_from < at or cut_to <= cut_from:
+                continue  # shorter than keep_s, or overlapping the one before
+            kept.append(audio[at:cut_from])
+            at = cut_to
+        kept.append(audio[at:])
+        return np.concatenate(kept)
 
     def _drop_before(self, sample: int) -> None:
         while self._chunks and self._chunks[0][0] + self._chunks[0][1].size <= sample:
