@@ -300,11 +300,18 @@ class EchoRecognizer:
         return None
 
     async def transcribe(
-        self, utterance: Utterance, *, language: str, prefix: str = "", partial: bool = False
+        self,
+        utterance: Utterance,
+        *,
+        language: str,
+        prefix: str = "",
+        partial: bool = False,
+        prompt: str = "",
     ) -> Transcript | None:
         assert (prefix, partial) == ("", False)
         assert utterance.sample_rate == 8_000
-        return Transcript(f"I spoke for {utterance.speech_seconds:.1f} seconds", language)
+        expected = f" ({prompt})" if prompt else ""  # the keywords, to check they arrive
+        return Transcript(f"I spoke for {utterance.speech_seconds:.1f} seconds{expected}", language)
 
     async def aclose(self) -> None:
         return None
@@ -345,6 +352,25 @@ async def test_engine_plugged_recognizer_and_replies_used(
     assert recorder.sentences() == ["Hello there.", "How are you?", "Bye."]
 
 
+@pytest.mark.anyio
+async def test_engine_agent_keywords_reach_the_recognizer_as_its_prompt(
+    tone_synthesizer: Synthesizer, config: SessionConfig
+) -> None:
+    factory = DefaultEngineFactory(
+        tone_synthesizer, recognizer=EchoRecognizer(), replies=TokenReplies(), settings=FAST
+    )
+    recorder = Recorder()
+    keyed = dataclasses.replace(config, keywords=("Siobhan Quirke", "Kilbride Street"))
+    async with factory.create(keyed) as engine, anyio.create_task_group() as group:
+        group.start_soon(recorder.consume, engine)
+        for chunk in spoken_turn(keyed.input_format):
+            await engine.feed_audio(chunk)
+        await recorder.wait_for(AssistantEndedConversation)
+        await engine.close()
+    heard = next(e for e in recorder.events if isinstance(e, InputText))
+    assert heard.text.endswith(" seconds (Siobhan Quirke, Kilbride Street)"), heard
+
+
 class FailingRecognizer:
     sample_rate = 16_000
     incremental = False
@@ -353,7 +379,13 @@ class FailingRecognizer:
         return None
 
     async def transcribe(
-        self, utterance: Utterance, *, language: str, prefix: str = "", partial: bool = False
+        self,
+        utterance: Utterance,
+        *,
+        language: str,
+        prefix: str = "",
+        partial: bool = False,
+        prompt: str = "",
     ) -> Transcript | None:
         raise RuntimeError("recognizer crashed")
 

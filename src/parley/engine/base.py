@@ -31,6 +31,8 @@ class SessionConfig:
     language: str = "en"
     tools: tuple[ToolDefinition, ...] = ()
     """The tools the model may call (section 12); the built-in ending tool included if listed."""
+    keywords: tuple[str, ...] = ()
+    """Words the recognizer should expect: the agent's `boosted_keywords` (API.md 4)."""
 
 
 # --- events (engine -> socket layer), in the order API.md section 8 lists them -----------
@@ -166,10 +168,17 @@ class Recognizer(Protocol):
         ...
 
     async def transcribe(
-        self, utterance: Utterance, *, language: str, prefix: str = "", partial: bool = False
+        self,
+        utterance: Utterance,
+        *,
+        language: str,
+        prefix: str = "",
+        partial: bool = False,
+        prompt: str = "",
     ) -> Transcript | None:
         """Return the words of an utterance, starting with `prefix` when one is given.
 
+        `prompt` names words to expect (the agent's keywords); a recognizer may ignore it.
         A partial decode is optional work: return None to skip it (e.g. when busy).
         Run heavy work off the event loop.
         """

@@ -203,6 +203,7 @@ class DefaultEngine:
             partial_interval_s=settings.partial_interval_s,
             turn_model=self._turn_model,
             semantic=settings.semantic,
+            keywords=self._config.keywords,
         )
         self._stack.push_async_callback(self._listener.aclose)
         events = anyio.create_memory_object_stream[EngineEvent](settings.event_buffer)

@@ -59,6 +59,7 @@ class Listener:
         partial_interval_s: float = 0.8,
         turn_model: SmartTurn | None = None,
         semantic: SemanticParams | None = None,
+        keywords: tuple[str, ...] = (),
     ) -> None:
         rate = input_format.sample_rate
         self._turn_model = turn_model
@@ -67,6 +68,7 @@ class Listener:
             params = dataclasses.replace(params, end_silence_ms=self._semantic.max_silence_ms)
         self._recognizer = recognizer
         self._language = language
+        self._prompt = ", ".join(keywords)  # Whisper's initial prompt: words to expect
         self._params = params
         self._partial_interval = partial_interval_s
         self._to_recognizer = StreamResampler(rate, recognizer.sample_rate)
@@ -224,7 +226,9 @@ class Listener:
             event.speech_seconds,
         )
         return self._spawn(
-            self._recognizer.transcribe(utterance, language=self._language, prefix=self.committed)
+            self._recognizer.transcribe(
+                utterance, language=self._language, prefix=self.committed, prompt=self._prompt
+            )
         )
 
     def _maybe_partial(self) -> None:
@@ -243,7 +247,7 @@ class Listener:
     async def _run_partial(self, utterance: Utterance) -> None:
         prefix = self.committed
         result = await self._recognizer.transcribe(
-            utterance, language=self._language, prefix=prefix, partial=True
+            utterance, language=self._language, prefix=prefix, partial=True, prompt=self._prompt
         )
         if result is None or prefix != self.committed or not self.detector.in_turn:
             return  # skipped, or the turn moved on meanwhile

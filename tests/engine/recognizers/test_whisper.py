@@ -169,3 +169,31 @@ async def test_queue_cancelled_caller_job_skipped() -> None:
     finally:
         queue.close()
     assert ran == ["kept"]
+
+
+@pytest.mark.parametrize(
+    ("sentence", "keywords"),
+    [
+        ("I live on Kilbride Street.", "Kilbride Street"),
+        ("Please send it to Siobhan Quirke.", "Siobhan Quirke"),
+        ("My order number starts with Xylo.", "Xylo"),
+    ],
+    ids=["street", "name", "product"],
+)
+async def test_whisper_keywords_prompt_spells_the_agents_words(
+    sentence: str, keywords: str
+) -> None:
+    """The agent's boosted keywords, as Whisper's initial prompt, fix words it mishears
+    without them ("Cobride Street", "the Open Quirk", "silo"), and never leak into the text."""
+    recognizer = WhisperRecognizer()
+    heard = as_received(AudioFormat.PCM_16000, sentence)
+    try:
+        plain = await recognizer.transcribe(heard, language="en")
+        helped = await recognizer.transcribe(heard, language="en", prompt=keywords)
+    finally:
+        await recognizer.aclose()
+    assert plain is not None
+    assert helped is not None
+    assert keywords.lower() not in plain.text.lower(), plain.text
+    assert keywords.lower() in helped.text.lower(), helped.text
+    assert speech.word_errors(sentence, helped.text) == 0, helped.text

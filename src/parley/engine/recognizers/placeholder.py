@@ -25,6 +25,7 @@ class PlaceholderRecognizer:
         language: str,
         prefix: str = "",  # noqa: ARG002 (no words to continue)
         partial: bool = False,
+        prompt: str = "",  # noqa: ARG002 (no words to bias)
     ) -> Transcript | None:
         """Return "[speech N.N s]" for the utterance's speech duration."""
         if partial:

@@ -134,14 +134,24 @@ class WhisperRecognizer:
         _warm.add(id(self._model))
 
     async def transcribe(
-        self, utterance: Utterance, *, language: str, prefix: str = "", partial: bool = False
+        self,
+        utterance: Utterance,
+        *,
+        language: str,
+        prefix: str = "",
+        partial: bool = False,
+        prompt: str = "",
     ) -> Transcript | None:
-        """Decode one utterance at 16 kHz; None when a partial was skipped (queue busy)."""
+        """Decode one utterance at 16 kHz; None when a partial was skipped (queue busy).
+
+        `prompt` (the agent's keywords) is given to Whisper as its initial prompt, the text
+        it takes as what came before, which makes those spellings likelier.
+        """
         if self._model is None:
             await self.warm_up()
         audio = utterance.samples
         timed = await self._queue.run(
-            lambda: self._decode(audio, language, prefix), partial=partial
+            lambda: self._decode(audio, language, prefix, prompt), partial=partial
         )
         if timed is None:
             return None
@@ -156,7 +166,7 @@ class WhisperRecognizer:
         """Stop the queue's worker thread (the model stays cached for the process)."""
         self._queue.close()
 
-    def _decode(self, audio: Any, language: str, prefix: str) -> str:
+    def _decode(self, audio: Any, language: str, prefix: str, prompt: str = "") -> str:
         import ctranslate2
         from faster_whisper.tokenizer import Tokenizer
 
@@ -176,13 +186,14 @@ class WhisperRecognizer:
             ),
             to_cpu=False,
         )
-        prompt = model.get_prompt(tokenizer, [], without_timestamps=True, prefix=prefix or None)
+        before = tokenizer.encode(" " + prompt.strip()) if prompt.strip() else []
+        tokens = model.get_prompt(tokenizer, before, without_timestamps=True, prefix=prefix or None)
         budget = 8 + int(audio.size / self.sample_rate * _TOKENS_PER_SECOND)
         result = model.model.generate(
             encoded,
-            [prompt],
+            [tokens],
             beam_size=1,
-            max_length=min(len(prompt) + budget, 448),
+            max_length=min(len(tokens) + budget, 448),
             return_no_speech_prob=True,
             suppress_blank=True,
             suppress_tokens=[-1],
@@ -190,8 +201,8 @@ class WhisperRecognizer:
         if result.no_speech_prob > _NO_SPEECH:
             return ""
         # The result holds the prompt's text tokens too (the forced prefix), not its specials.
-        tokens = [t for t in result.sequences_ids[0] if t < tokenizer.eot]
-        return cut_repeat(tokenizer.decode(tokens).strip())
+        words = [t for t in result.sequences_ids[0] if t < tokenizer.eot]
+        return cut_repeat(tokenizer.decode(words).strip())
 
 
 def cut_repeat(text: str) -> str:

@@ -396,6 +396,7 @@ class LiveSession:
             output_format=engine.AudioFormat.parse(event.output_format or agent.audio_format),
             language=agent.language,
             tools=tools.definitions(),
+            keywords=agent.boosted_keywords,
         )
         self._created = self._factory.create(config, tool_runner=tools)
         await self._emit(codec.ConversationCreated(conversation.id))
