@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
+from parley.composition.options import engine_options
 from parley.engine import TurnModelUnavailable, build_engine_factory, installed_turn_model
-from parley.options import engine_options
 
 
 def test_turn_detection_unset_semantic_when_model_installed(settings_factory: Any) -> None:

@@ -39,10 +39,9 @@ from parley.api.routes import (
 from parley.api.uvicorn_ws import WS_PROTOCOL
 from parley.clock import Clock, SystemClock
 from parley.composition.context import open_context
-from parley.composition.options import runtime_options
+from parley.composition.options import engine_options, runtime_options
 from parley.config import Settings
 from parley.engine import EngineFactory, build_engine_factory
-from parley.options import engine_options
 from parley.services.housekeeping import housekeeping
 from parley.services.webhook_delivery import WorkerOptions, delivery_worker
 from parley.web import install_dashboard

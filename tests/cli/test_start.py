@@ -18,7 +18,7 @@ from parley.jwt import mint
 # is current.
 NOT_FOR_OPERATORS = ["alembic", "cryptography", "fastapi", "httpx", "numpy", "redis", "uvicorn",
                      "parley.api", "parley.app", "parley.composition.context", "parley.engine",
-                     "parley.jwt", "parley.options", "parley.services.authn",
+                     "parley.jwt", "parley.services.authn",
                      "parley.services.runtime", "parley.stores.redis", "parley.web"]  # fmt: skip
 HEAVY = ["fastapi", "uvicorn", "scipy", "numpy", "sqlalchemy", "alembic", "redis", "httpx",
          "parley.app", "parley.api", "parley.engine", "parley.services", "parley.db"]  # fmt: skip

@@ -211,7 +211,7 @@ def check_speech_model(settings: Settings) -> None:
 def check_turn_model(settings: Settings) -> None:
     """Refuse to start when PARLEY_TURN_DETECTION=semantic and the model is not installed."""
     if settings.turn_detection != "semantic":
-        return  # unset: semantic if the model is there, else vad (parley.options)
+        return  # unset: semantic if the model is there, else vad (composition/options.py)
     from parley.engine import installed_turn_model
 
     path = settings.turn_model or installed_turn_model()

@@ -1,7 +1,7 @@
 """The composition root's wiring: how the services' Context is built, read in one place.
 
 - `options.py`: the operator's Settings -> plain values (`runtime_options`,
-  `database_options`), and this instance's name;
+  `database_options`, `engine_options`), and this instance's name;
 - `context.py`: `open_context(options, clock=…)` opens the database, picks the store
   implementations (in-process or Redis: the only module that does), builds the JWT runtime
   and the outbound client, and yields the services' `Context`; the app's lifespan and
