@@ -551,9 +551,13 @@ async def test_session_dtmf_becomes_user_turn(ctx: Context, start: Start) -> Non
             break
         await asyncio.sleep(0.01)
     assert live.engine.calls == [("generate_reply", "DTMF: 123")]
-    found = await conversations.get_conversation(
-        ctx, org_id=live.org.org.id, conversation_id=conversation_id
-    )
+    for _ in range(round(WAIT_SECONDS / 0.01)):  # the turn is stored beside the engine's call
+        found = await conversations.get_conversation(
+            ctx, org_id=live.org.org.id, conversation_id=conversation_id
+        )
+        if found.items:
+            break
+        await asyncio.sleep(0.01)
     assert [(item.role, item.text) for item in found.items] == [("user", "DTMF: 123")]
 
 
