@@ -16,11 +16,12 @@ So at the end of a turn only the tail is left to decode, and that work overlaps 
 end-of-turn silence.
 
 With an end-of-turn model (semantic mode), the silence that ends a turn is
-`SemanticParams.max_silence_ms`, and at `check_ms` into a silence (CHECK) the model is asked,
-in its own thread, about the turn's audio up to the end of speech: a finished thought ends
-the turn at the next chunk (`feed` returns its FINISHED); an unfinished one keeps waiting;
-speech resuming cancels the question. The speculative final decode is unchanged: it started
-at PAUSED, before CHECK, so its words are usually ready when the model answers.
+`SemanticParams.max_silence_ms`. At PAUSED the model is asked too, in its own thread, about
+the turn's audio up to the end of speech, side by side with the speculative final decode
+(asking only at `check_ms` put the model's time on top of the silence): once the silence
+has lasted `check_ms` (CHECK), a finished thought ends the turn (`feed` returns its
+FINISHED as soon as both hold); an unfinished one keeps waiting; speech resuming drops the
+answer, as it drops the speculative decode.
 """
 
 from __future__ import annotations
@@ -96,6 +97,7 @@ class Listener:
         self._speculative: asyncio.Task[Transcript | None] | None = None
         self._verdict: asyncio.Task[bool] | None = None
         self._paused_at = 0.0
+        self._quiet_enough = False  # the silence has reached check_ms (CHECK)
         self._gaps: list[tuple[float, float]] = []  # pauses inside the turn (stream time)
         self._tasks: set[asyncio.Task[Any]] = set()
 
@@ -112,12 +114,10 @@ class Listener:
     def feed(self, samples: Samples) -> list[VadEvent]:
         """Take the next input samples; return the STARTED and FINISHED they complete.
 
-        A FINISHED the end-of-turn model decided since the last call comes first.
+        The end-of-turn model's FINISHED, once it has answered and the silence is long
+        enough, comes last.
         """
         out: list[VadEvent] = []
-        decided = self._decided()
-        if decided is not None:
-            out.append(decided)
         resampled = self._to_recognizer.feed(samples)
         self._audio.append(resampled)
         if self._vad_source == "input":
@@ -129,6 +129,9 @@ class Listener:
         for event in self.detector.process(self._silero.process(vad_input)):
             if self._apply(event):
                 out.append(event)
+        decided = self._decided()
+        if decided is not None:
+            out.append(decided)
         self._maybe_partial()
         return out
 
@@ -169,15 +172,17 @@ class Listener:
                 return True
             case Transition.PAUSED:
                 self._paused_at = event.time
+                if self._turn_model is not None:  # asked now, heeded from CHECK on
+                    audio = self._audio.turn(until=event.time, padded=False)
+                    self._verdict = self._spawn(self._ask(self._turn_model, audio))
                 if self._recognizer.incremental:
                     self._speculative = self._start_final(event)
                 return False
             case Transition.CHECK:
-                if self._turn_model is not None:
-                    audio = self._audio.turn(until=event.time, padded=False)
-                    self._verdict = self._spawn(self._ask(self._turn_model, audio))
+                self._quiet_enough = True
                 return False
             case Transition.RESUMED:
+                self._quiet_enough = False
                 self._gaps.append((self._paused_at, event.time))
                 if self._speculative is not None:
                     self._speculative.cancel()
@@ -200,9 +205,10 @@ class Listener:
         return finished
 
     def _decided(self) -> VadEvent | None:
-        """End the turn if the model has answered that its thought is finished."""
+        """End the turn if the model has answered that its thought is finished, and the
+        silence has lasted `check_ms`."""
         verdict = self._verdict
-        if verdict is None or not verdict.done():
+        if verdict is None or not verdict.done() or not self._quiet_enough:
             return None
         self._verdict = None
         if verdict.cancelled():
@@ -259,6 +265,7 @@ class Listener:
 
     def _reset_turn(self) -> None:
         self._drop_verdict()
+        self._quiet_enough = False
         self._gaps = []
         self._committed = []
         self._hypothesis = []

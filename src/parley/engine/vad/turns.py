@@ -7,8 +7,8 @@ TurnDetector reads one probability per VAD window and reports, in stream time:
 - PAUSED after `pause_ms` without speech: the turn may be over, so the listener can start
   recognising what it has; RESUMED if speech comes back before the end;
 - CHECK (only with `check_ms`, the semantic end of turn) after `check_ms` without speech:
-  the listener asks the end-of-turn model whether the thought is finished, and ends the turn
-  early (`finish()`) when it is;
+  from then on the listener heeds the end-of-turn model (asked at PAUSED) and ends the turn
+  early (`finish()`) when it judges the thought finished;
 - FINISHED after `end_silence_ms` without speech, or when the turn reaches `max_speech_ms`.
   A turn with less than `min_speech_ms` of speech in all (a cough, a click, a door) is
   FINISHED with `dropped=True`: it gets no transcript and no reply.
