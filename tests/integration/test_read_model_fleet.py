@@ -8,14 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import secrets
 import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import httpx
 import pytest
@@ -28,12 +26,11 @@ from parley.services import Context, agents, orgs
 from parley.services.authn import authenticate
 from parley.services.read_model import BOUND_SECONDS
 from tests.databases import TEST_SECRET_KEY, postgres_admin_url, postgres_database
+from tests.faults.redis_server import RedisServer
 from tests.faults.serve_process import ServeProcess
 
 pytestmark = [pytest.mark.anyio, pytest.mark.postgres, pytest.mark.redis, pytest.mark.e2e]
 
-REDIS_DB = 10
-"""A logical database of this module's own: flushed at the start."""
 ACTOR = Actor(kind="api_key", id="key_test")
 
 
@@ -46,23 +43,17 @@ class Fleet:
     redis_url: str
 
 
-def _redis_url() -> str:
-    base = os.environ.get("PARLEY_TEST_REDIS_URL") or "redis://127.0.0.1:6379/15"
-    return urlsplit(base)._replace(path=f"/{REDIS_DB}").geturl()
-
-
 @pytest.fixture(scope="module")
 def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
     if postgres_admin_url() is None:
         pytest.fail("PARLEY_TEST_DATABASE_URL is not set: these tests need PostgreSQL.")
-    redis_url = _redis_url()
-    try:
-        with redis.Redis.from_url(redis_url, socket_connect_timeout=3) as client:
-            client.flushdb()
-    except redis.RedisError as exc:
-        pytest.fail(f"Redis is unreachable ({exc!r}): start one.")
+    # A Redis of the fleet's own: a test cuts its subscriptions (never the shared server's).
+    server = RedisServer()
     cwd: Path = tmp_path_factory.mktemp("read-model-fleet")
     with contextlib.ExitStack() as stack:
+        stack.callback(server.destroy)
+        server.start()
+        redis_url = server.url
         database_url = stack.enter_context(contextlib.contextmanager(postgres_database)())
         shared = {"PARLEY_DATABASE_URL": database_url, "PARLEY_REDIS_URL": redis_url}
         a = ServeProcess(cwd, PARLEY_INSTANCE_ID="read-model-a", **shared)

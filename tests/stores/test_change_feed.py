@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import secrets
+from collections.abc import Iterator
 
 import pytest
 from redis.asyncio import Redis
+from tests.faults.redis_server import RedisServer
 
 from parley.errors import Unavailable
 from parley.stores.memory import MemoryChangeFeed
@@ -48,25 +50,36 @@ async def test_change_feed_redis_reaches_another_client(redis_client: Redis) -> 
         await asyncio.gather(listening, return_exceptions=True)
 
 
-@pytest.mark.redis
+@pytest.fixture
+def own_redis() -> Iterator[RedisServer]:
+    """A Redis of this test's own: it cuts the subscriptions (never the shared server's)."""
+    server = RedisServer()
+    server.start()
+    try:
+        yield server
+    finally:
+        server.destroy()
+
+
 async def test_change_feed_redis_resubscribes_and_reports_a_possible_loss(
-    redis_client: Redis, redis_url: str
+    own_redis: RedisServer,
 ) -> None:
     """A killed subscription is resubscribed, and the gap is reported as None: messages
     published meanwhile are lost, and the listener must assume so."""
-    prefix = f"test-{secrets.token_hex(4)}:"
-    feed = RedisChangeFeed(redis_client, prefix=prefix)
+    client = connect_redis(own_redis.url)
+    feed = RedisChangeFeed(client, prefix="test:")
     heard: asyncio.Queue[str | None] = asyncio.Queue()
     listening = asyncio.create_task(feed.listen(heard.put_nowait))
     try:
         assert await _next(heard) is None
-        await redis_client.client_kill_filter(_type="pubsub")
+        await client.client_kill_filter(_type="pubsub")
         assert await _next(heard) is None  # resubscribed: whatever was sent meanwhile is lost
         await feed.publish("org_c")
         assert await _next(heard) == "org_c"
     finally:
         listening.cancel()
         await asyncio.gather(listening, return_exceptions=True)
+        await client.aclose()
 
 
 async def test_change_feed_redis_publish_unreachable_is_unavailable() -> None:
