@@ -17,11 +17,12 @@ end-of-turn silence.
 
 With an end-of-turn model (semantic mode), the silence that ends a turn is
 `SemanticParams.max_silence_ms`. At PAUSED the model is asked too, in its own thread, about
-the turn's audio up to the end of speech, side by side with the speculative final decode
-(asking only at `check_ms` put the model's time on top of the silence): once the silence
-has lasted `check_ms` (CHECK), a finished thought ends the turn (`feed` returns its
-FINISHED as soon as both hold); an unfinished one keeps waiting; speech resuming drops the
-answer, as it drops the speculative decode.
+the turn's audio up to the end of speech, right after the speculative final decode (the two
+side by side slowed the decode by half on two cores; asking only at `check_ms` put the
+model's time on top of the silence): once the silence has lasted `check_ms` (CHECK), a
+finished thought ends the turn (`feed` returns its FINISHED as soon as both hold); an
+unfinished one keeps waiting; speech resuming drops the answer, as it drops the
+speculative decode.
 """
 
 from __future__ import annotations
@@ -172,11 +173,13 @@ class Listener:
                 return True
             case Transition.PAUSED:
                 self._paused_at = event.time
-                if self._turn_model is not None:  # asked now, heeded from CHECK on
-                    audio = self._audio.turn(until=event.time, padded=False)
-                    self._verdict = self._spawn(self._ask(self._turn_model, audio))
                 if self._recognizer.incremental:
                     self._speculative = self._start_final(event)
+                if self._turn_model is not None:  # asked now, heeded from CHECK on
+                    audio = self._audio.turn(until=event.time, padded=False)
+                    self._verdict = self._spawn(
+                        self._ask(self._turn_model, audio, after=self._speculative)
+                    )
                 return False
             case Transition.CHECK:
                 self._quiet_enough = True
@@ -192,8 +195,17 @@ class Listener:
             case _:
                 return True
 
-    async def _ask(self, model: SmartTurn, audio: Samples) -> bool:
-        """True when the model judges the turn so far a finished thought."""
+    async def _ask(
+        self, model: SmartTurn, audio: Samples, *, after: asyncio.Task[Any] | None
+    ) -> bool:
+        """True when the model judges the turn so far a finished thought.
+
+        It runs once the speculative decode `after` is done: the reply needs those words
+        anyway, and on a small machine the two would slow each other down (the decode takes
+        every core).
+        """
+        if after is not None:
+            await asyncio.wait({after})  # done, failed or dropped: never raises
         probability, seconds = await model.probability(audio)
         finished = probability > self._semantic.threshold
         turn_log.info(
