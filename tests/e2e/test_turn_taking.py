@@ -120,11 +120,12 @@ async def test_semantic_answer_after_the_last_chunk_ends_the_turn(
     server: Server, customer: Customer
 ) -> None:
     """A client that stops sending at the silence still gets its turn ended: the whole
-    sentence and 0.2 s of silence (less than silence alone needs) are sent at once, so the
-    model answers after the last chunk was heard, and that answer ends the turn."""
+    sentence and 0.35 s of silence (enough for the model's answer to count, less than
+    silence alone needs) are sent at once, so the model answers after the last chunk was
+    heard, and that answer ends the turn."""
     ws = await open_conversation(server, customer, "stops-at-silence", FMT)
     async with ws:
-        for chunk in speech.stream(FMT, 0.3, speech.spoken(speech.SENTENCES[1]), 0.2):
+        for chunk in speech.stream(FMT, 0.3, speech.spoken(speech.SENTENCES[1]), 0.35):
             await ws.send(
                 json.dumps({"type": "audio_chunk", "audio": base64.b64encode(chunk).decode()})
             )

@@ -14,7 +14,10 @@ class SemanticParams:
     `max_silence_ms` of silence, unless speech resumes first.
     """
 
-    check_ms: int = 150
+    check_ms: int = 300
+    """Longer than the gap after a complete clause inside a sentence (160-250 ms in the test
+    voice: "My package arrived damaged | and I need a replacement"), which at 150 ms ended
+    the turn at "damaged"; still short of silence alone (400 ms)."""
     max_silence_ms: int = 1_500
     threshold: float = 0.5
 
