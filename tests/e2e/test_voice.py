@@ -187,8 +187,9 @@ async def test_voice_barge_in_stops_audio_within_200ms_and_stores_heard_text(
 
         async def collect() -> None:
             while True:
-                received.append((time.monotonic(), await receive(ws, within=60)))
-                if received[-1][1]["type"] == "interrupted_response":
+                message = await receive(ws, within=60)
+                received.append((time.monotonic(), message))  # its arrival, not the wait's start
+                if message["type"] == "interrupted_response":
                     return
 
         collector = asyncio.create_task(collect())
