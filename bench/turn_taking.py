@@ -30,13 +30,19 @@ import tempfile
 import time
 from pathlib import Path
 
-import httpx
 import numpy as np
 from websockets.asyncio.client import connect
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.voice_turn import conversation, percentile, send_audio, server_figures, start_server
+from bench.voice_turn import (
+    conversation,
+    make_bench_agent,
+    percentile,
+    send_audio,
+    server_figures,
+    start_server,
+)
 from tests import pauses, speech
 
 from parley.engine import AudioFormat, SmartTurn
@@ -103,13 +109,7 @@ async def measure_mode(mode: str, cases: list[tuple[str, float]], turns: int) ->
     with tempfile.TemporaryDirectory() as directory:
         process, base, key, log = start_server(Path(directory), {"PARLEY_TURN_DETECTION": mode})
         try:
-            async with httpx.AsyncClient(base_url=base) as http:
-                made = await http.post(
-                    "/v1/agents",
-                    headers={"Authorization": f"Bearer {key}"},
-                    json={"name": "bench", "system_prompt": "You are the bench agent."},
-                )
-            made.raise_for_status()
+            await make_bench_agent(base, key)
             ws_url = base.replace("http://", "ws://")
             figures: dict[str, float] = {}
             for pause_s in (0.0, 0.5, 0.8):

@@ -89,6 +89,17 @@ def free_port() -> int:
         return port
 
 
+async def make_bench_agent(base: str, key: str) -> None:
+    """Create the agent named `bench` the benchmarks talk to."""
+    async with httpx.AsyncClient(base_url=base) as http:
+        made = await http.post(
+            "/v1/agents",
+            headers={"Authorization": f"Bearer {key}"},
+            json={"name": "bench", "system_prompt": "You are the bench agent."},
+        )
+    made.raise_for_status()
+
+
 def start_server(
     directory: Path, extra_env: dict[str, str] | None = None
 ) -> tuple[subprocess.Popen[str], str, str, ServerLog]:
@@ -299,13 +310,7 @@ async def main() -> None:
     with tempfile.TemporaryDirectory() as directory:
         process, base, key, log = start_server(Path(directory))
         try:
-            async with httpx.AsyncClient(base_url=base) as http:
-                made = await http.post(
-                    "/v1/agents",
-                    headers={"Authorization": f"Bearer {key}"},
-                    json={"name": "bench", "system_prompt": "You are the bench agent."},
-                )
-            made.raise_for_status()
+            await make_bench_agent(base, key)
             ws_url = base.replace("http://", "ws://")
             print(f"cpu cores: {os.cpu_count()}; turns per format: {args.turns}")
             print("format       p50 latency  p95 latency  WER     server")
