@@ -45,7 +45,9 @@ class Settings(BaseSettings):
 
     # The conversation engine (docs/engine.md).
     stt: Literal["whisper", "none"] = "whisper"
-    stt_model: Path | None = None
+    stt_model: str | None = None
+    """A Whisper model name (tiny.en, base, small) or a CTranslate2 Whisper directory; unset:
+    tiny.en (parley/engine/recognizers/models.py)."""
     stt_threads: int = Field(default=2, ge=1, le=64)
     vad_end_silence_ms: int = Field(default=400, ge=100, le=5_000)
     vad_min_speech_ms: int = Field(default=250, ge=96, le=5_000)

@@ -1,4 +1,4 @@
-"""`parley serve` refuses a speech model directory that is not a model, before serving."""
+"""`parley serve` refuses a speech model that is not one, or not installed, before serving."""
 
 from __future__ import annotations
 
@@ -32,6 +32,33 @@ def test_serve_stt_model_not_a_model_refused_with_clear_message(
     assert result.stderr.startswith("error: PARLEY_STT_MODEL: ")
     assert str(model) in result.stderr
     assert "PARLEY_STT=none" in result.stderr
+    assert "Traceback" not in result.output
+
+
+def test_serve_stt_model_unknown_name_refused_exit_2(
+    cli_env: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PARLEY_STT_MODEL", "medium")
+    result = runner.invoke(app, ["serve", "--port", "1"])
+    assert result.exit_code == 2
+    assert result.stderr.startswith(
+        "error: PARLEY_STT_MODEL: 'medium' is neither a speech model name (tiny.en, base, "
+        "small) nor a directory."
+    )
+    assert "Traceback" not in result.output
+
+
+def test_serve_stt_model_name_not_installed_refused_exit_2_saying_how(
+    cli_env: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """small is not on PyPI whole: scripts/install never installs it (docs/engine.md)."""
+    monkeypatch.setenv("PARLEY_STT_MODEL", "small")
+    result = runner.invoke(app, ["serve", "--port", "1"])
+    assert result.exit_code == 2
+    assert result.stderr.startswith(
+        "error: PARLEY_STT_MODEL: The speech model small is not installed: PyPI has no "
+        "complete copy: convert it (docs/engine.md) into "
+    )
     assert "Traceback" not in result.output
 
 

@@ -371,6 +371,47 @@ async def test_engine_agent_keywords_reach_the_recognizer_as_its_prompt(
     assert heard.text.endswith(" seconds (Siobhan Quirke, Kilbride Street)"), heard
 
 
+class HearsSpanishRecognizer(EchoRecognizer):
+    """Records the language each decode was asked for; says it heard Spanish."""
+
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+    async def transcribe(
+        self,
+        utterance: Utterance,
+        *,
+        language: str,
+        prefix: str = "",
+        partial: bool = False,
+        prompt: str = "",
+    ) -> Transcript | None:
+        self.asked.append(language)
+        return Transcript("Hola.", "es")
+
+
+@pytest.mark.anyio
+async def test_engine_agent_language_reaches_the_recognizer_input_text_reports_heard_one(
+    tone_synthesizer: Synthesizer, config: SessionConfig
+) -> None:
+    recognizer = HearsSpanishRecognizer()
+    factory = DefaultEngineFactory(
+        tone_synthesizer, recognizer=recognizer, replies=TokenReplies(), settings=FAST
+    )
+    recorder = Recorder()
+    german = dataclasses.replace(config, language="de")
+    async with factory.create(german) as engine, anyio.create_task_group() as group:
+        group.start_soon(recorder.consume, engine)
+        for chunk in spoken_turn(german.input_format):
+            await engine.feed_audio(chunk)
+        await recorder.wait_for(AssistantEndedConversation)
+        await engine.close()
+    assert recognizer.asked
+    assert set(recognizer.asked) == {"de"}
+    heard = next(e for e in recorder.events if isinstance(e, InputText))
+    assert (heard.text, heard.language) == ("Hola.", "es")
+
+
 class FailingRecognizer:
     sample_rate = 16_000
     incremental = False

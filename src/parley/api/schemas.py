@@ -27,8 +27,8 @@ from parley.services.templates import NAME_RULE as VARIABLE_NAME_RULE
 from parley.services.templates import is_variable_name
 from parley.text import JsonObject, Label, Text
 
-Language = Literal["en"]
 _E164 = re.compile(r"\+[1-9][0-9]{1,14}")
+_PRIMARY_LANGUAGE = re.compile(r"[a-z]{2,3}")
 
 
 def _audio_format(value: str) -> str:
@@ -42,6 +42,25 @@ AudioFormat = Annotated[
     str,
     AfterValidator(_audio_format),
     Field(json_schema_extra={"enum": list(EngineAudioFormat.names())}),
+]
+
+
+def _primary_language(value: str) -> str:
+    if not _PRIMARY_LANGUAGE.fullmatch(value):
+        raise ValueError("must be a BCP 47 primary language tag in lower case, such as en or de")
+    return value
+
+
+# The shape only: services/voices.py refuses a language the installed recognizer does not
+# hear (400 unsupported_language), since which ones it hears depends on PARLEY_STT_MODEL.
+Language = Annotated[
+    str,
+    AfterValidator(_primary_language),
+    Field(
+        description="A BCP 47 primary language tag (`en`, `de`, `es`, ...) that the installed "
+        "speech model hears; English only with the default tiny.en.",
+        examples=["en"],
+    ),
 ]
 
 

@@ -24,7 +24,7 @@ VARIABLES: tuple[tuple[str, str, str], ...] = (
     ("PARLEY_METRICS", "false", "serve Prometheus metrics at /metrics"),
     ("PARLEY_METRICS_TOKEN", "unset", "bearer token /metrics requires (16+ characters)"),
     ("PARLEY_STT", "whisper", "speech recognition: whisper, or none (placeholder words)"),
-    ("PARLEY_STT_MODEL", "unset", "CTranslate2 Whisper model dir; unset: bundled tiny.en"),
+    ("PARLEY_STT_MODEL", "unset", "tiny.en, base, small or a Whisper model dir; unset: tiny.en"),
     ("PARLEY_STT_THREADS", "2", "CPU threads of one speech decode"),
     ("PARLEY_VAD_END_SILENCE_MS", "400", "silence that ends the user's turn (100..5000)"),
     ("PARLEY_VAD_MIN_SPEECH_MS", "250", "least speech for a turn (96..5000)"),

