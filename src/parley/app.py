@@ -40,6 +40,7 @@ from parley.api.uvicorn_ws import WS_PROTOCOL
 from parley.clock import Clock, SystemClock
 from parley.composition.context import open_context
 from parley.composition.options import engine_options, runtime_options
+from parley.composition.webhook_sender import SenderAddress, handing_to_sender
 from parley.config import Settings
 from parley.engine import EngineFactory, build_engine_factory
 from parley.services.housekeeping import housekeeping
@@ -88,9 +89,13 @@ def create_app(
             )
             app.state.context = ctx
             await stack.enter_async_context(housekeeping(ctx))
-            # Events out (API.md 14): this instance's share of the outbox, stopped first.
-            worker = WorkerOptions(retry_schedule=settings.retry_schedule)
-            await stack.enter_async_context(delivery_worker(ctx, worker))
+            # Events out (API.md 14): under `parley serve` the instance's webhook sender
+            # process sends them; otherwise this process's worker (stopped first).
+            if (sender := SenderAddress.from_environment()) is not None:
+                await stack.enter_async_context(handing_to_sender(ctx, sender))
+            else:
+                worker = WorkerOptions(retry_schedule=settings.retry_schedule)
+                await stack.enter_async_context(delivery_worker(ctx, worker))
             factory = engine_factory or build_engine_factory(engine_options(settings))
             app.state.engine_factory = factory
             # Models load before the server answers anything, /health included: ready means

@@ -85,7 +85,39 @@ class ServeProcess:
         self.process.wait(30)
         return time.monotonic() - started
 
+    def children(self, command: str) -> list[int]:
+        """The PIDs of this process's children whose command line holds `command`."""
+        assert self.process is not None
+        return children_of(self.process.pid, command)
+
     def ensure_stopped(self) -> None:
         if self.process is not None and self.process.poll() is None:
             self.process.kill()
             self.process.wait(10)
+
+
+def children_of(parent: int, command: str) -> list[int]:
+    """The PIDs of `parent`'s living children whose command line holds `command`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue  # gone meanwhile
+        fields = stat[stat.rindex(")") + 2 :].split()
+        state, ppid = fields[0], int(fields[1])
+        if ppid == parent and state != "Z" and command in cmdline:
+            found.append(int(entry.name))
+    return found
+
+
+def alive(pid: int) -> bool:
+    """Whether `pid` runs (a zombie waiting for its parent counts as gone)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2 :].split()[0] != "Z"

@@ -20,7 +20,7 @@ from parley.clock import utcnow
 from parley.db.repos import webhook_deliveries as delivery_repo
 from parley.records import OPERATOR, WebhookPatch
 from parley.services import Context, events, webhooks
-from parley.services.outbox_bell import HANDOFF_BACKLOG
+from parley.services.outbox_bell import HANDOFF_BACKLOG, PICK_UP, POLL
 from parley.services.webhook_delivery import (
     DEFAULT_RETRY_SCHEDULE,
     Attempt,
@@ -549,14 +549,102 @@ async def test_hand_over_is_bounded_per_webhook_the_rest_waits_in_the_outbox(
 ) -> None:
     org = (await make_org(ctx)).org
     await make_webhook(ctx, org.id, receiver.url(), ["agent.created"])
-    ctx.outbox_bell.taking = True  # as while a worker runs (none does: nothing is sent)
+    ctx.outbox_bell.take_here(ctx.instance.id)  # as while a worker runs (none does here)
     try:
         await one_event(ctx, org.id, HANDOFF_BACKLOG + 3)
     finally:
-        ctx.outbox_bell.taking = False
+        ctx.outbox_bell.stop_taking()
     handed = ctx.outbox_bell.take()
     assert len(handed) == HANDOFF_BACKLOG
     async with local_context(database_url, instance_id="another") as other:
         left = await claim(other, limit=100, per_webhook=100)
     assert len(left) == 3
     assert not {due.id for due in left} & {due.id for due in handed}
+
+
+# --- the webhook sender: a worker in a process of its own ---------------------------------
+
+
+async def test_sender_picks_up_deliveries_claimed_in_its_name_at_a_ring(
+    ctx: Context, receiver: WebhookReceiver, database_url: str
+) -> None:
+    org = (await make_org(ctx)).org
+    await make_webhook(ctx, org.id, receiver.url(), ["agent.created"])
+    async with local_context(database_url, instance_id="host:1/webhooks") as sender:
+        rings: list[str] = []
+
+        def ring(kind: str) -> None:  # the doorbell, in memory
+            rings.append(kind)
+            sender.outbox_bell.ring(pick_up=kind == PICK_UP, poll=kind == POLL)
+
+        ctx.outbox_bell.hand_to_sender("host:1/webhooks", ring)
+        options = WorkerOptions(poll_interval_s=60, picks_up=True)
+        async with delivery_worker(sender, options):
+            await asyncio.sleep(0.2)  # past the worker's first poll: the next is a minute away
+            async with ctx.db.read() as session:
+                assert not await delivery_repo.claimed_for(
+                    session, claimer="host:1/webhooks", now=utcnow(ctx.clock), excluding=(), limit=9
+                )
+            started = time.monotonic()
+            await one_event(ctx, org.id, 3)
+
+            async def arrived() -> bool:
+                return len(receiver.requests) == 3
+
+            await eventually(arrived, seconds=5)
+            assert time.monotonic() - started < 2
+        assert rings == [PICK_UP] * 3
+    ids = {json.loads(r.body)["id"] for r in receiver.requests}
+    assert len(ids) == 3  # each sent once
+
+
+async def test_sender_picks_up_a_delivery_whose_ring_was_lost_at_its_poll(
+    ctx: Context, receiver: WebhookReceiver, database_url: str
+) -> None:
+    org = (await make_org(ctx)).org
+    await make_webhook(ctx, org.id, receiver.url(), ["agent.created"])
+    ctx.outbox_bell.hand_to_sender("host:2/webhooks", lambda _kind: None)  # rings lost
+    await one_event(ctx, org.id)
+    async with local_context(database_url, instance_id="host:2/webhooks") as sender:
+        worker = DeliveryWorker(sender, WorkerOptions(poll_interval_s=60, picks_up=True))
+        try:
+            assert await worker.tick() == 0  # nothing unclaimed: the row is the sender's
+            assert len(worker._known) == 1
+
+            async def arrived() -> bool:
+                return len(receiver.requests) == 1
+
+            await eventually(arrived, seconds=5)
+            await worker.flush()
+            assert worker._known == {}
+        finally:
+            await worker.stop()
+
+
+async def test_sender_past_the_backlog_releases_the_rest_to_the_outbox(
+    ctx: Context, receiver: WebhookReceiver, database_url: str
+) -> None:
+    org = (await make_org(ctx)).org
+    await make_webhook(ctx, org.id, receiver.url(), ["agent.created"])
+    ctx.outbox_bell.hand_to_sender("host:3/webhooks", lambda _kind: None)
+    await one_event(ctx, org.id, HANDOFF_BACKLOG + 3)
+    async with local_context(database_url, instance_id="host:3/webhooks") as sender:
+        # Sends that never start (no room): what it takes only waits, as behind a slow endpoint.
+        worker = DeliveryWorker(sender, WorkerOptions(max_in_flight=0, picks_up=True))
+        assert await worker.pick_up() == HANDOFF_BACKLOG
+        assert await worker.pick_up() == 0  # what it holds is not taken twice
+        async with local_context(database_url, instance_id="another") as other:
+            left = await claim(other, limit=100, per_webhook=100)
+        assert len(left) == 3
+        assert not {due.id for due in left} & set(worker._known)
+        await worker.stop()
+
+
+async def test_sender_mode_forwards_a_poll_ring_and_nothing_else(ctx: Context) -> None:
+    rings: list[str] = []
+    ctx.outbox_bell.hand_to_sender("host:4/webhooks", rings.append)
+    ctx.outbox_bell.ring()
+    ctx.outbox_bell.ring(poll=True)
+    assert rings == [POLL]
+    assert ctx.outbox_bell.accepts("wh_any")
+    assert not await ctx.outbox_bell.wait(0.01)  # this process's worker is not woken

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from parley.cli import api_keys, audit, keys, orgs, serve, tokens
+from parley.cli import api_keys, audit, keys, orgs, serve, tokens, webhook_sender
 from parley.cli.environment import serve_epilog
 
 app = typer.Typer(
@@ -16,6 +16,7 @@ app = typer.Typer(
 )
 app.command("serve", epilog=serve_epilog())(serve.serve)
 app.command("migrate")(serve.migrate)
+app.command("webhook-sender", hidden=True)(webhook_sender.webhook_sender)
 app.add_typer(orgs.app, name="orgs")
 app.add_typer(api_keys.app, name="api-keys")
 app.add_typer(keys.app, name="keys")

@@ -18,6 +18,7 @@ import typer
 
 from parley.cli.allocator import limit_malloc_arenas
 from parley.cli.common import load_settings, run_migration, run_with_context, set_debug
+from parley.cli.webhook_sender import supervised_sender
 
 if TYPE_CHECKING:
     from parley.config import Settings
@@ -72,12 +73,18 @@ def serve(
             "Lost it? Make another (the database keeps only its hash):\n"
             "    parley api-keys create --org default\n"
         )
+    # A name that survives a restart: the restarted instance ends its previous life's
+    # conversations at once (services/instances.py). Workers each get a fresh name; the
+    # webhook sender is the instance's.
+    instance = settings.instance_id or f"{socket.gethostname()[:64]}:{port}"
     if settings.instance_id is None and workers == 1:
-        # A name that survives a restart: the restarted instance ends its previous life's
-        # conversations at once (services/instances.py). Workers each get a fresh name.
-        os.environ["PARLEY_INSTANCE_ID"] = f"{socket.gethostname()[:64]}:{port}"
+        os.environ["PARLEY_INSTANCE_ID"] = instance
     configure_logging(settings.log_level)
-    with shared_metrics_directory(enabled=settings.metrics and workers > 1), clean_sigterm_exit():
+    with (
+        shared_metrics_directory(enabled=settings.metrics and workers > 1),
+        clean_sigterm_exit(),
+        supervised_sender(instance),
+    ):
         _run_uvicorn(host=host, port=port, workers=workers, settings=settings)
 
 

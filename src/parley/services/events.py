@@ -42,9 +42,10 @@ async def emit(
 ) -> int:
     """Write the event's deliveries in the caller's transaction; return how many.
 
-    While this process's worker runs, each delivery is claimed for it in this very
-    transaction and handed over after the commit (services/outbox_bell.py); otherwise, or
-    past the hand-over's bound, it waits in the outbox for any worker's claim.
+    While a worker takes hand-overs (this process's, or the instance's webhook sender),
+    each delivery is claimed for it in this very transaction and handed over after the
+    commit (services/outbox_bell.py); otherwise, or past the hand-over's bound, it waits in
+    the outbox for any worker's claim.
     """
     if event_type not in EVENT_TYPES:
         raise ValueError(f"unknown event type {event_type!r}")
@@ -71,7 +72,7 @@ async def emit(
             event_type=event_type,
             body=body,
             now=now,
-            claimed_by=ctx.instance.id if mine else None,
+            claimed_by=bell.claimer if mine else None,
             claimed_until=now + timedelta(seconds=LEASE_SECONDS) if mine else None,
         )
         if mine:

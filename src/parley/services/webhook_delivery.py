@@ -16,12 +16,16 @@ Each attempt is three small steps, each usable alone:
    429/503's `Retry-After`, capped at a day), and is `failed` past the last one.
 
 `record` writes the attempt and its consequence in one transaction. `DeliveryWorker` runs
-the steps for one `parley serve` process: it sends at once what a commit of this process
-claimed for it and handed over (services/outbox_bell.py: no claim transaction, the lowest
-lag), polls (0.5 s, one lock-free read) for rows other instances wrote, retries that fell
-due and hand-overs that overflowed, keeps at most 32 sends in flight and 4 per webhook, so
-a slow or dead endpoint delays only its own deliveries, and records finished attempts in
-groups. Delivered rows are pruned after 30 days.
+the steps for one instance: it sends at once what a commit claimed for it and handed over
+(services/outbox_bell.py: no claim transaction, the lowest lag), polls (0.5 s, one
+lock-free read) for rows other instances wrote, retries that fell due and hand-overs that
+overflowed, keeps at most 32 sends in flight and 4 per webhook, so a slow or dead endpoint
+delays only its own deliveries, and records finished attempts in groups. Delivered rows are
+pruned after 30 days. It runs in the serving process (`create_app` alone, as the tests
+build it), or, under `parley serve`, in the instance's webhook sender, a process of its own
+(`picks_up`: the serving workers' commits claim rows in its name and ring it; it reads
+them from the database, composition/webhook_sender.py), so that sending costs the serving
+process nothing.
 """
 
 from __future__ import annotations
@@ -60,6 +64,8 @@ GONE: Final = 410
 RECORD_GROUP_S: Final = 0.2
 """Finished attempts are recorded together, at most this long after the first of them (the
 lag is measured to the receipt; the record only follows, in one write for the group)."""
+PICK_UP_LIMIT: Final = 256
+"""Deliveries one pick-up reads at most (the rest at the next ring or poll)."""
 PER_WEBHOOK: Final = 4
 """Sends in flight to one webhook from one process."""
 
@@ -75,6 +81,10 @@ class WorkerOptions:
     lease_s: float = LEASE_SECONDS
     """A claim's lease: far longer than a send (15 s), so a live claimer never loses one."""
     prune_interval_s: float = 600.0
+    picks_up: bool = False
+    """Hand-overs arrive as claims in this worker's name, committed by other processes,
+    read from the database when the bell rings with `pick_up` and at each poll (the
+    webhook sender process); False: in memory, through the bell (the serving process)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -275,6 +285,11 @@ class DeliveryWorker:
         self._waiting: dict[str, deque[DueDelivery]] = {}
         self._sending: Counter[str] = Counter()
         self._handed: set[str] = set()
+        self._known: dict[str, float] = {}
+        """Deliveries this worker holds (waiting, sending, or sent and not yet recorded),
+        with when it took them: a pick-up skips them."""
+        self._recording = asyncio.Lock()
+        """Held by a pick-up and by a record, so that neither sees the other half done."""
         self._tasks: set[asyncio.Task[None]] = set()
         self._finished: list[tuple[DueDelivery, Attempt, NextStep, datetime]] = []
         self._flush_wanted = asyncio.Event()
@@ -291,6 +306,8 @@ class DeliveryWorker:
                     next_prune = loop.time() + self._options.prune_interval_s
                     await _step("prune delivered webhooks", prune(self._ctx))
                 self._hold(self._ctx.outbox_bell.take())
+                if self._ctx.outbox_bell.take_pick_up():
+                    await _step("pick up handed-over webhook deliveries", self.pick_up())
                 # A ring for a hand-over needs no look at the database: the outbox is
                 # polled on the timer, or at once when a ring asks for it (a retry).
                 if loop.time() < next_poll and not self._ctx.outbox_bell.take_poll():
@@ -312,6 +329,8 @@ class DeliveryWorker:
 
     async def tick(self) -> int:
         """Claim what fits from the shared outbox and start sending; return how many."""
+        if self._options.picks_up:
+            await self.pick_up()  # a ring that was lost
         # Room is counted in sends: the rows a slow webhook holds waiting (at most
         # HANDOFF_BACKLOG) take no room from the other webhooks.
         room = self._options.max_in_flight - len(self._tasks)
@@ -330,6 +349,50 @@ class DeliveryWorker:
         self._hold(claimed, handed=False)
         return len(claimed)
 
+    async def pick_up(self) -> int:
+        """Take the deliveries claimed in this worker's name that it does not hold yet;
+        past `HANDOFF_BACKLOG` of one webhook, release them to the shared outbox (as the
+        in-memory hand-over does), so a slow endpoint's rows wait for any instance's claim
+        rather than here past their lease. Return how many were taken."""
+        ctx = self._ctx
+        # A record committed while the read runs must not make its row look new: the
+        # read would still see it claimed.
+        async with self._recording:
+            self._forget_stale()
+            async with ctx.db.read() as session:
+                found = await delivery_repo.claimed_for(
+                    session,
+                    claimer=ctx.instance.id,
+                    now=utcnow(ctx.clock),
+                    excluding=self._known.keys(),
+                    limit=PICK_UP_LIMIT,
+                )
+            return await self._take_picked(found)
+
+    async def _take_picked(self, found: list[DueDelivery]) -> int:
+        ctx = self._ctx
+        held = self._held()
+        taken: list[DueDelivery] = []
+        released: list[str] = []
+        for due in found:
+            if held[due.webhook_id] >= HANDOFF_BACKLOG:
+                released.append(due.id)
+            else:
+                held[due.webhook_id] += 1
+                taken.append(due)
+        if released:
+            async with ctx.db.transaction() as session:
+                await delivery_repo.release(session, released, claimer=ctx.instance.id)
+        self._hold(taken, handed=False)
+        return len(taken)
+
+    def _forget_stale(self) -> None:
+        """Forget what was taken a lease ago and is still not recorded (a send that died, or
+        whose record failed): its claim has run out, so it may be taken again."""
+        stale = asyncio.get_running_loop().time() - self._options.lease_s
+        for msg_id in [msg_id for msg_id, taken in self._known.items() if taken < stale]:
+            del self._known[msg_id]
+
     def _held(self) -> Counter[str]:
         held = Counter(self._sending)
         for webhook_id, queue in self._waiting.items():
@@ -340,7 +403,9 @@ class DeliveryWorker:
         """Queue deliveries leased to this process, and start what the limits allow."""
         if self._stopping:
             return  # their claims are released at the shutdown
+        now = asyncio.get_running_loop().time()
         for due in deliveries:
+            self._known[due.id] = now
             self._waiting.setdefault(due.webhook_id, deque()).append(due)
             if handed:
                 self._handed.add(due.id)
@@ -397,8 +462,14 @@ class DeliveryWorker:
     async def flush(self) -> None:
         """Record every attempt finished since the last flush, in one transaction."""
         finished, self._finished = self._finished, []
-        if finished:
+        if not finished:
+            return
+        async with self._recording:
             await _step("record webhook attempts", record_many(self._ctx, finished))
+            # Recorded (or, if that failed, left to run out their lease and be taken again).
+            for due, _, _, _ in finished:
+                self._known.pop(due.id, None)
+            self._forget_stale()
 
     async def stop(self) -> None:
         """Cancel the sends in flight and record what finished (claims are the caller's)."""
@@ -419,11 +490,11 @@ async def delivery_worker(
     await _step("release this instance's earlier claims", release_own_claims(ctx))
     worker = DeliveryWorker(ctx, options)
     task = asyncio.create_task(worker.run(), name="parley-webhooks")
-    ctx.outbox_bell.taking = True
+    ctx.outbox_bell.take_here(ctx.instance.id)
     try:
         yield
     finally:
-        ctx.outbox_bell.taking = False
+        ctx.outbox_bell.stop_taking()
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task

@@ -10,7 +10,7 @@ least once).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
@@ -127,19 +127,7 @@ async def claim_due(
         if per.get(row.webhook_id, 0) >= per_webhook:
             continue  # left unclaimed: its lock ends with this transaction
         per[row.webhook_id] = per.get(row.webhook_id, 0) + 1
-        picked.append(
-            DueDelivery(
-                id=row.id,
-                webhook_id=row.webhook_id,
-                org_id=row.org_id,
-                url=webhook.url,
-                body=row.body,
-                attempts=row.attempts,
-                secret_sealed=webhook.secret_sealed,
-                previous_secret_sealed=webhook.previous_secret_sealed,
-                previous_secret_expires_at=webhook.previous_secret_expires_at,
-            )
-        )
+        picked.append(_due_delivery(row, webhook))
     if picked:
         await session.execute(
             update(D)
@@ -148,6 +136,48 @@ async def claim_due(
             .execution_options(synchronize_session=False)
         )
     return picked
+
+
+def _due_delivery(row: WebhookDeliveryRow, webhook: WebhookRow) -> DueDelivery:
+    return DueDelivery(
+        id=row.id,
+        webhook_id=row.webhook_id,
+        org_id=row.org_id,
+        url=webhook.url,
+        body=row.body,
+        attempts=row.attempts,
+        secret_sealed=webhook.secret_sealed,
+        previous_secret_sealed=webhook.previous_secret_sealed,
+        previous_secret_expires_at=webhook.previous_secret_expires_at,
+    )
+
+
+async def claimed_for(
+    session: AsyncSession, *, claimer: str, now: datetime, excluding: Collection[str], limit: int
+) -> list[DueDelivery]:
+    """Pending deliveries leased to `claimer` (claimed in its name by a commit of another
+    process) that it does not hold yet, oldest first; one read, no lock."""
+    query = (
+        select(D, WebhookRow)
+        .join(WebhookRow, WebhookRow.id == D.webhook_id)
+        .where(D.status == "pending", D.claimed_by == claimer, D.claimed_until > now)
+        .order_by(D.created_at, D.id)
+        .limit(limit)
+    )
+    if excluding:
+        query = query.where(D.id.not_in(sorted(excluding)))
+    return [_due_delivery(row, webhook) for row, webhook in await session.execute(query)]
+
+
+async def release(session: AsyncSession, msg_ids: Sequence[str], *, claimer: str) -> int:
+    """Release `claimer`'s claims of these deliveries, for any worker to claim again."""
+    result = await session.execute(
+        update(D)
+        .where(D.id.in_(msg_ids), D.claimed_by == claimer)
+        .values(claimed_by=None, claimed_until=None)
+        .execution_options(synchronize_session=False)
+    )
+    return int(getattr(result, "rowcount", 0))
 
 
 @dataclass(frozen=True, slots=True)

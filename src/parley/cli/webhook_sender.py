@@ -1,0 +1,143 @@
+"""The webhook sender process of `parley serve` (composition/webhook_sender.py): the hidden
+command that runs it, and the supervisor that starts it beside uvicorn, starts it again if
+it dies, and stops it with the server."""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import typer
+
+from parley.cli.common import load_settings, run
+
+log = logging.getLogger("parley.webhooks")
+
+RESTART_DELAY_S = 1.0
+STOP_TIMEOUT_S = 10.0
+"""How long a stopping sender may take (its sends in flight are cancelled, its attempts
+recorded, its claims released) before it is killed."""
+
+
+def webhook_sender(
+    socket: Path = typer.Option(..., help="The doorbell the serving workers ring."),
+    name: str = typer.Option(..., help="The name the sender claims deliveries under."),
+) -> None:
+    """Send this instance's webhooks (started by `parley serve`; not for direct use)."""
+    import asyncio
+
+    from parley.cli.allocator import limit_malloc_arenas
+    from parley.cli.serve import SERVER_GC_THRESHOLD, configure_logging
+    from parley.clock import SystemClock
+    from parley.composition.options import runtime_options
+    from parley.composition.webhook_sender import SenderAddress, run_sender
+
+    limit_malloc_arenas()  # a long life, as `parley serve`'s
+    gc.set_threshold(*SERVER_GC_THRESHOLD)
+    settings = load_settings()
+    configure_logging(settings.log_level)
+    # Ctrl-C reaches the whole process group: the sender stops when `parley serve` tells
+    # it to (SIGTERM), after the server, or when `parley serve` is gone (its pipe closes).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        loop.add_signal_handler(signal.SIGTERM, stop.set)
+        parent = sys.stdin.fileno()
+
+        def on_parent_readable() -> None:
+            if not os.read(parent, 512):
+                _die_with_parent(socket)
+
+        loop.add_reader(parent, on_parent_readable)
+        await run_sender(
+            runtime_options(settings),
+            SenderAddress(socket=socket, claimer=name),
+            clock=SystemClock(),
+            retry_schedule=settings.retry_schedule,
+            stop=stop,
+        )
+
+    run(main(), settings)
+
+
+def _die_with_parent(doorbell: Path) -> None:
+    """End at once, as if killed with `parley serve` (its pipe closed: it died, even by
+    SIGKILL). Nothing is released: a sender restarted under the same name releases this
+    one's claims before its first (a slower, graceful stop could release them after)."""
+    with contextlib.suppress(OSError):
+        doorbell.unlink()
+        doorbell.parent.rmdir()  # made for it by the supervisor that is gone
+    os._exit(0)
+
+
+class _Supervisor:
+    """Keeps one sender process running until `stop`."""
+
+    def __init__(self, command: list[str]) -> None:
+        self._command = command
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._process: subprocess.Popen[bytes] | None = None
+        self._thread = threading.Thread(target=self._keep_running, name="parley-webhook-sender")
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _keep_running(self) -> None:
+        while True:
+            with self._lock:
+                if self._stopping.is_set():
+                    return
+                # Its standard input is a pipe from this process: it ends when we do.
+                self._process = process = subprocess.Popen(self._command, stdin=subprocess.PIPE)  # noqa: S603
+            code = process.wait()
+            if self._stopping.is_set():
+                return
+            log.warning("the webhook sender exited with status %s; starting it again", code)
+            self._stopping.wait(RESTART_DELAY_S)
+
+    def stop(self) -> None:
+        with self._lock:
+            self._stopping.set()
+            process = self._process
+        if process is not None and process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        self._thread.join()
+
+
+@contextmanager
+def supervised_sender(instance: str) -> Iterator[None]:
+    """Run the webhook sender of `instance` beside the server for the block, and tell the
+    serving workers (started inside the block, inheriting the environment) where it is."""
+    from parley.composition.webhook_sender import SENDER_VARIABLE, SenderAddress
+
+    directory = Path(tempfile.mkdtemp(prefix="parley-webhooks-"))  # 0700: ours alone
+    address = SenderAddress.for_instance(instance, directory / "doorbell")
+    os.environ.update(address.to_environment())
+    command = [sys.executable, "-m", "parley", "webhook-sender"]
+    supervisor = _Supervisor([*command, "--socket", str(address.socket), "--name", address.claimer])
+    supervisor.start()
+    try:
+        yield
+    finally:
+        supervisor.stop()
+        os.environ.pop(SENDER_VARIABLE, None)
+        shutil.rmtree(directory, ignore_errors=True)
