@@ -180,10 +180,10 @@ class Listener:
                     self._speculative = self._start_final(event)
                 if self._turn_model is not None:  # asked now, heeded from CHECK on
                     audio = self._audio.turn(until=event.time, padded=False)
-                    self._verdict = self._spawn(
+                    verdict = self._verdict = self._spawn(
                         self._ask(self._turn_model, audio, after=self._speculative)
                     )
-                    self._verdict.add_done_callback(self._heed_late)
+                    self._spawn(self._heed_when_done(verdict))
                 return False
             case Transition.CHECK:
                 self._quiet_enough = True
@@ -235,6 +235,12 @@ class Listener:
         if not (verdict.result() and self.detector.in_turn and self.detector.paused):
             return None
         return self.detector.finish()
+
+    async def _heed_when_done(self, verdict: asyncio.Task[bool]) -> None:
+        """Heed `verdict` once it is done, from a task: the engine's callback starts a task in
+        its task group, which anyio refuses from a bare loop callback (no current task)."""
+        await asyncio.wait({verdict})
+        self._heed_late(verdict)
 
     def _heed_late(self, verdict: asyncio.Task[bool]) -> None:
         """An answer that comes when the silence is long enough already ends the turn now,
