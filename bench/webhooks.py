@@ -26,20 +26,26 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import secrets
+import signal
 import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import httpx
+
+sys.path.insert(0, str(Path(__file__).parent))
+import profile_summary
 
 
 def free_port() -> int:
@@ -124,6 +130,59 @@ class Serve:
         self.process.wait(30)
 
 
+def sender_pid(serve_pid: int) -> int:
+    """The webhook sender that `parley serve` runs beside it (a child process)."""
+    for _ in range(100):
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                stat = (entry / "stat").read_text()
+                cmdline = (entry / "cmdline").read_bytes()
+            except OSError:
+                continue
+            ppid = int(stat.rsplit(")", 1)[1].split()[1])
+            if ppid == serve_pid and b"webhook-sender" in cmdline:
+                return int(entry.name)
+        time.sleep(0.1)
+    raise RuntimeError("parley serve runs no webhook sender")
+
+
+@contextlib.contextmanager
+def profiled(profile: Path | None, name: str, pids: dict[str, int]) -> Iterator[None]:
+    """With --profile, py-spy records each of `pids` while the block runs (raw stacks in
+    `profile`/`name`-`who`.txt, summarized at the end by bench/profile_summary.py)."""
+    if profile is None:
+        yield
+        return
+    spy = str(Path(sys.executable).parent / "py-spy")
+    recorders = [
+        subprocess.Popen(  # noqa: S603 - fixed arguments
+            [
+                spy,
+                "record",
+                "--pid",
+                str(pid),
+                "--format",
+                "raw",
+                "--nonblocking",
+                "--output",
+                str(profile / f"{name}-{who}.txt"),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        for who, pid in pids.items()
+    ]
+    time.sleep(1.0)  # py-spy attaches
+    try:
+        yield
+    finally:
+        for recorder in recorders:
+            recorder.send_signal(signal.SIGINT)  # py-spy writes what it recorded
+            recorder.wait(60)
+
+
 def cpu_seconds(pid: int) -> float:
     """User + system CPU time a process has used (Linux /proc)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -188,11 +247,16 @@ async def run(args: argparse.Namespace, cwd: Path, database_url: str) -> dict[st
             delivered = 0
             cpu_off: list[float] = []
             cpu_on: list[float] = []
+            sender_off: list[float] = []
+            sender_on: list[float] = []
             pid = serve.process.pid
+            sender = sender_pid(pid)
             for _ in range(args.rounds):
-                before = cpu_seconds(pid)
-                off.append(await phase(client, args.events, args.concurrency))
+                before, sender_before = cpu_seconds(pid), cpu_seconds(sender)
+                with profiled(args.profile, "off", {"serve": pid, "sender": sender}):
+                    off.append(await phase(client, args.events, args.concurrency))
                 cpu_off.append((cpu_seconds(pid) - before) * 1000 / args.events)
+                sender_off.append((cpu_seconds(sender) - sender_before) * 1000 / args.events)
                 made = await client.post(
                     "/v1/webhooks",
                     json={
@@ -201,11 +265,13 @@ async def run(args: argparse.Namespace, cwd: Path, database_url: str) -> dict[st
                     },
                 )
                 made.raise_for_status()
-                before = cpu_seconds(pid)
-                on.append(await phase(client, args.events, args.concurrency))
+                before, sender_before = cpu_seconds(pid), cpu_seconds(sender)
+                with profiled(args.profile, "on", {"serve": pid, "sender": sender}):
+                    on.append(await phase(client, args.events, args.concurrency))
+                cpu_on.append((cpu_seconds(pid) - before) * 1000 / args.events)
                 delivered += args.events
                 lags = lags_ms(received, delivered)
-                cpu_on.append((cpu_seconds(pid) - before) * 1000 / args.events)
+                sender_on.append((cpu_seconds(sender) - sender_before) * 1000 / args.events)
                 await client.delete(f"/v1/webhooks/{made.json()['webhook']['id']}")
     finally:
         serve.stop()
@@ -220,6 +286,8 @@ async def run(args: argparse.Namespace, cwd: Path, database_url: str) -> dict[st
         "on_over_off": round(statistics.mean(on) / statistics.mean(off), 3),
         "serve_cpu_ms_per_request_off": [round(x, 2) for x in cpu_off],
         "serve_cpu_ms_per_request_on": [round(x, 2) for x in cpu_on],
+        "sender_cpu_ms_per_request_off": [round(x, 2) for x in sender_off],
+        "sender_cpu_ms_per_request_on": [round(x, 2) for x in sender_on],
         "delivered": len(lags),
         "lag_ms_p50": round(percentile(lags, 0.50), 1),
         "lag_ms_p99": round(percentile(lags, 0.99), 1),
@@ -260,7 +328,10 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--database", choices=["sqlite", "postgres"], default="sqlite")
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--profile", type=Path, help="py-spy each phase into this folder")
     args = parser.parse_args()
+    if args.profile:
+        args.profile.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as directory:
         cwd = Path(directory)
         dropped = None
@@ -276,6 +347,10 @@ def main() -> None:
         print(f"{name:>20}: {value}")
     if args.json:
         args.json.write_text(json.dumps(result, indent=2))
+    if args.profile:
+        for raw in sorted(args.profile.glob("*.txt")):
+            print(f"\nprofile {raw.name}:")
+            print("\n".join("  " + line for line in profile_summary.summarize(raw).lines()))
 
 
 if __name__ == "__main__":

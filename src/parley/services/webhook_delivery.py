@@ -64,6 +64,9 @@ GONE: Final = 410
 RECORD_GROUP_S: Final = 0.2
 """Finished attempts are recorded together, at most this long after the first of them (the
 lag is measured to the receipt; the record only follows, in one write for the group)."""
+PICK_UP_GATHER_S: Final = 0.005
+"""How long a pick-up waits after its ring for more (the lag allows it; a read per commit
+cost the sender more than the sends)."""
 PICK_UP_LIMIT: Final = 256
 """Deliveries one pick-up reads at most (the rest at the next ring or poll)."""
 PER_WEBHOOK: Final = 4
@@ -307,6 +310,9 @@ class DeliveryWorker:
                     await _step("prune delivered webhooks", prune(self._ctx))
                 self._hold(self._ctx.outbox_bell.take())
                 if self._ctx.outbox_bell.take_pick_up():
+                    # The rings of the commits meanwhile join this pick-up: one read for all.
+                    await asyncio.sleep(PICK_UP_GATHER_S)
+                    self._ctx.outbox_bell.take_pick_up()
                     await _step("pick up handed-over webhook deliveries", self.pick_up())
                 # A ring for a hand-over needs no look at the database: the outbox is
                 # polled on the timer, or at once when a ring asks for it (a retry).
@@ -359,9 +365,9 @@ class DeliveryWorker:
         # read would still see it claimed.
         async with self._recording:
             self._forget_stale()
-            async with ctx.db.read() as session:
+            async with ctx.db.statement() as connection:
                 found = await delivery_repo.claimed_for(
-                    session,
+                    connection,
                     claimer=ctx.instance.id,
                     now=utcnow(ctx.clock),
                     excluding=self._known.keys(),

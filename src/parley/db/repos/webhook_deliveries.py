@@ -152,13 +152,26 @@ def _due_delivery(row: WebhookDeliveryRow, webhook: WebhookRow) -> DueDelivery:
     )
 
 
+_CLAIMED_COLUMNS = (
+    D.id,
+    D.webhook_id,
+    D.org_id,
+    D.body,
+    D.attempts,
+    WebhookRow.url,
+    WebhookRow.secret_sealed,
+    WebhookRow.previous_secret_sealed,
+    WebhookRow.previous_secret_expires_at,
+)
+
+
 async def claimed_for(
-    session: AsyncSession, *, claimer: str, now: datetime, excluding: Collection[str], limit: int
+    reader: Reader, *, claimer: str, now: datetime, excluding: Collection[str], limit: int
 ) -> list[DueDelivery]:
     """Pending deliveries leased to `claimer` (claimed in its name by a commit of another
-    process) that it does not hold yet, oldest first; one read, no lock."""
+    process) that it does not hold yet, oldest first; one Core read, no lock."""
     query = (
-        select(D, WebhookRow)
+        select(*_CLAIMED_COLUMNS)
         .join(WebhookRow, WebhookRow.id == D.webhook_id)
         .where(D.status == "pending", D.claimed_by == claimer, D.claimed_until > now)
         .order_by(D.created_at, D.id)
@@ -166,7 +179,20 @@ async def claimed_for(
     )
     if excluding:
         query = query.where(D.id.not_in(sorted(excluding)))
-    return [_due_delivery(row, webhook) for row, webhook in await session.execute(query)]
+    return [
+        DueDelivery(
+            id=row.id,
+            webhook_id=row.webhook_id,
+            org_id=row.org_id,
+            url=row.url,
+            body=row.body,
+            attempts=row.attempts,
+            secret_sealed=row.secret_sealed,
+            previous_secret_sealed=row.previous_secret_sealed,
+            previous_secret_expires_at=row.previous_secret_expires_at,
+        )
+        for row in await reader.execute(query)
+    ]
 
 
 async def release(session: AsyncSession, msg_ids: Sequence[str], *, claimer: str) -> int:
