@@ -648,3 +648,27 @@ async def test_sender_mode_forwards_a_poll_ring_and_nothing_else(ctx: Context) -
     assert rings == [POLL]
     assert ctx.outbox_bell.accepts("wh_any")
     assert not await ctx.outbox_bell.wait(0.01)  # this process's worker is not woken
+
+
+async def test_sender_holds_a_fast_endpoints_burst_and_releases_past_a_slow_ones_bound(
+    ctx: Context, receiver: WebhookReceiver, database_url: str
+) -> None:
+    org = (await make_org(ctx)).org
+    fast = await make_webhook(ctx, org.id, receiver.url(), ["agent.created"])
+    with running_receiver() as other:
+        slow = await make_webhook(ctx, org.id, other.url(), ["agent.created"])
+        ctx.outbox_bell.hand_to_sender("host:5/webhooks", lambda _kind: None)
+        await one_event(ctx, org.id, 30)  # 30 deliveries to each
+        async with local_context(database_url, instance_id="host:5/webhooks") as sender:
+            worker = DeliveryWorker(sender, WorkerOptions(max_in_flight=0, picks_up=True))
+            # As measured by earlier sends: 5 ms clears thousands within a lease, 15 s
+            # (time-outs) clears a few.
+            worker._send_seconds.update({fast.webhook.id: 0.005, slow.webhook.id: 15.0})
+            assert await worker.pick_up() == 30 + HANDOFF_BACKLOG
+            held = worker._held()
+            assert (held[fast.webhook.id], held[slow.webhook.id]) == (30, HANDOFF_BACKLOG)
+            async with local_context(database_url, instance_id="another") as third:
+                left = await claim(third, limit=100, per_webhook=100)
+            assert {due.webhook_id for due in left} == {slow.webhook.id}
+            assert len(left) == 30 - HANDOFF_BACKLOG
+            await worker.stop()

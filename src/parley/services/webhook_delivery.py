@@ -68,6 +68,8 @@ PICK_UP_GATHER_S: Final = 0.005
 """How long a pick-up waits after its ring for more (the lag allows it; a read per commit
 cost the sender more than the sends)."""
 PICK_UP_LIMIT: Final = 256
+SEND_TIME_WEIGHT: Final = 0.2
+"""The weight of the newest send in a webhook's moving average of send times."""
 """Deliveries one pick-up reads at most (the rest at the next ring or poll)."""
 PER_WEBHOOK: Final = 4
 """Sends in flight to one webhook from one process."""
@@ -291,6 +293,8 @@ class DeliveryWorker:
         self._known: dict[str, float] = {}
         """Deliveries this worker holds (waiting, sending, or sent and not yet recorded),
         with when it took them: a pick-up skips them."""
+        self._send_seconds: dict[str, float] = {}
+        """Each webhook's recent send time (moving average): the pick-up's bound."""
         self._recording = asyncio.Lock()
         """Held by a pick-up and by a record, so that neither sees the other half done."""
         self._tasks: set[asyncio.Task[None]] = set()
@@ -381,7 +385,7 @@ class DeliveryWorker:
         taken: list[DueDelivery] = []
         released: list[str] = []
         for due in found:
-            if held[due.webhook_id] >= HANDOFF_BACKLOG:
+            if held[due.webhook_id] >= self._backlog_bound(due.webhook_id):
                 released.append(due.id)
             else:
                 held[due.webhook_id] += 1
@@ -391,6 +395,18 @@ class DeliveryWorker:
                 await delivery_repo.release(session, released, claimer=ctx.instance.id)
         self._hold(taken, handed=False)
         return len(taken)
+
+    def _backlog_bound(self, webhook_id: str) -> int:
+        """How many deliveries of `webhook_id` a pick-up may hold: as many as its sends
+        clear within a quarter of a lease, judged by how long its recent sends took, and
+        never fewer than `HANDOFF_BACKLOG`. A fast endpoint's burst stays here (released,
+        it would wait for the 0.5 s polls, a few at a time); a slow one's rows go back to
+        the outbox long before their lease runs out."""
+        seconds = self._send_seconds.get(webhook_id)
+        if seconds is None:
+            return HANDOFF_BACKLOG
+        clears = self._options.per_webhook * (self._options.lease_s / 4) / max(seconds, 0.001)
+        return max(HANDOFF_BACKLOG, min(int(clears), PICK_UP_LIMIT))
 
     def _forget_stale(self) -> None:
         """Forget what was taken a lease ago and is still not recorded (a send that died, or
@@ -434,7 +450,11 @@ class DeliveryWorker:
 
     async def _send(self, due: DueDelivery) -> None:
         try:
+            started = asyncio.get_running_loop().time()
             attempt = await send(self._ctx, due)
+            took = asyncio.get_running_loop().time() - started
+            before = self._send_seconds.get(due.webhook_id, took)
+            self._send_seconds[due.webhook_id] = before + SEND_TIME_WEIGHT * (took - before)
             now = utcnow(self._ctx.clock)
             step = schedule(
                 attempt,
