@@ -379,7 +379,7 @@ async def test_create_agent_project_body_and_query_differ_400(tenant: Tenant) ->
         ({"name": "conv_" + "b" * 32}, "name"),
         ({"name": 5}, "name"),
         ({"name": "ok", "audio_format": "mp3"}, "audio_format"),
-        ({"name": "ok", "language": "xx"}, "language"),
+        ({"name": "ok", "language": "en-US"}, "language"),  # "xx": unsupported_language
         ({"name": "ok", "phone_numbers": ["555-1234"]}, "phone_numbers.0"),
         ({"name": "ok", "phone_numbers": ["+14155550123", "+14155550123"]}, "phone_numbers"),
         ({"name": "ok", "phone_numbers": "+14155550123"}, "phone_numbers"),
