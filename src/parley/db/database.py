@@ -21,12 +21,20 @@ from parley.errors import Unavailable
 from parley.shared_probe import SharedProbe
 
 _CHANGED_ORGS = "parley.changed_orgs"
+_AFTER_COMMIT = "parley.after_commit"
 
 
 def mark_changed(session: AsyncSession, org_id: str) -> None:
     """Note, in the transaction, that it changes an organization's data: once it commits,
     the commit listeners hear of it (`Database.add_commit_listener`)."""
     session.info.setdefault(_CHANGED_ORGS, set()).add(org_id)
+
+
+def after_commit(session: AsyncSession, callback: Callable[[], None]) -> None:
+    """Call `callback` once the transaction of `session` (a `Database.transaction()`) has
+    committed, never on a rollback. Kept in the session's `info`: SQLAlchemy's
+    `after_commit` event costs a listener registration per transaction."""
+    session.info.setdefault(_AFTER_COMMIT, []).append(callback)
 
 
 class Database:
@@ -99,6 +107,8 @@ class Database:
             if changed:
                 for listener in self._commit_listeners:
                     listener(frozenset(changed))
+            for callback in session.info.get(_AFTER_COMMIT, ()):
+                callback()
 
     def add_commit_listener(self, listener: Callable[[frozenset[str]], None]) -> None:
         """Call `listener` with the organizations whose data each committed transaction

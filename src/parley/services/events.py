@@ -12,6 +12,7 @@ from datetime import timedelta
 from typing import Any, Final
 
 from parley.clock import isoformat, utcnow
+from parley.db.database import after_commit
 from parley.db.repos import webhook_deliveries as delivery_repo
 from parley.db.repos import webhooks as webhook_repo
 from parley.db.session import Session
@@ -89,5 +90,5 @@ async def emit(
                     previous_secret_expires_at=target.previous_secret_expires_at,
                 )
             )
-    delivery_repo.after_commit(session, lambda: bell.hand_over(handed))
+    after_commit(session, lambda: bell.hand_over(handed))
     return len(targets)

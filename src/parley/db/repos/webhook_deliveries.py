@@ -10,12 +10,12 @@ least once).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import Table, and_, bindparam, delete, event, or_, select, update
+from sqlalchemy import Table, and_, bindparam, delete, or_, select, update
 from sqlalchemy import insert as insert_into
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -43,6 +43,16 @@ def to_record(row: WebhookDeliveryRow) -> WebhookDelivery:
     )
 
 
+_TABLE = cast(Table, D.__table__)
+_INSERT = insert_into(_TABLE).values(
+    status="pending",
+    attempts=0,
+    last_attempt_at=None,
+    last_status_code=None,
+)
+"""The outbox row, compiled once (parameters bound at each execution)."""
+
+
 async def insert(
     session: AsyncSession,
     *,
@@ -56,30 +66,23 @@ async def insert(
     claimed_until: datetime | None = None,
 ) -> None:
     """Add a pending delivery, due now, to the caller's transaction (claimed already by
-    `claimed_by` until `claimed_until`, if given). A Core INSERT: it is written on every
-    event of the request path, where the ORM's unit of work costs more than the row."""
+    `claimed_by` until `claimed_until`, if given). One Core INSERT of the table, the same
+    statement each time: it is written on every event of the request path, where the ORM's
+    unit of work, and a statement built anew, cost more than the row."""
     await session.execute(
-        insert_into(D).values(
-            id=msg_id,
-            webhook_id=webhook_id,
-            org_id=org_id,
-            event_type=event_type,
-            body=body,
-            status="pending",
-            attempts=0,
-            next_attempt_at=now,
-            last_attempt_at=None,
-            last_status_code=None,
-            claimed_by=claimed_by,
-            claimed_until=claimed_until,
-            created_at=now,
-        )
+        _INSERT,
+        {
+            "id": msg_id,
+            "webhook_id": webhook_id,
+            "org_id": org_id,
+            "event_type": event_type,
+            "body": body,
+            "next_attempt_at": now,
+            "claimed_by": claimed_by,
+            "claimed_until": claimed_until,
+            "created_at": now,
+        },
     )
-
-
-def after_commit(session: AsyncSession, callback: Callable[[], None]) -> None:
-    """Call `callback` once the caller's transaction commits (never on a rollback)."""
-    event.listen(session.sync_session, "after_commit", lambda _session: callback(), once=True)
 
 
 def _due(now: datetime) -> Any:
@@ -217,7 +220,6 @@ class AttemptRow:
     next_attempt_at: datetime | None
 
 
-_TABLE = cast(Table, D.__table__)
 _RECORD = (
     update(_TABLE)
     .where(_TABLE.c.id == bindparam("msg_id"))
