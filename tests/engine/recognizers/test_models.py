@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -15,6 +18,14 @@ from parley.engine.recognizers import (
     model_languages,
     resolve_model,
 )
+
+FETCH = Path(__file__).resolve().parents[3] / "scripts" / "fetch-speech-models"
+
+
+def fetch(*names: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(  # noqa: S603 - this interpreter, the repository's script
+        [sys.executable, str(FETCH), *names], capture_output=True, text=True, timeout=120
+    )
 
 
 def test_model_name_unset_or_tiny_en_resolves_to_the_bundled_model() -> None:
@@ -63,9 +74,11 @@ def test_model_name_installed_by_hand_found(tmp_path: Path) -> None:
 
 def test_model_languages_tiny_en_english_only_base_multilingual() -> None:
     assert model_languages(default_model_dir()) == {"en"}
-    assert model_languages(installed_model_dir("base")) == WHISPER_LANGUAGES
-    assert {"de", "es", "fr", "en"} <= WHISPER_LANGUAGES
-    assert WhisperRecognizer("base").languages == WHISPER_LANGUAGES
+    base = WHISPER_LANGUAGES - {"yue"}
+    assert model_languages(installed_model_dir("base")) == base
+    assert len(base) == 99
+    assert {"de", "es", "fr", "en"} <= base
+    assert WhisperRecognizer("base").languages == base
     assert WhisperRecognizer().languages == {"en"}
 
 
@@ -73,12 +86,13 @@ def test_model_languages_tiny_en_english_only_base_multilingual() -> None:
     ("vocabulary", "languages"),
     [
         ({"vocabulary.json": '["t"]'}, {"en"}),
-        ({"vocabulary.json": "[" + ",".join(['"t"'] * 51_865) + "]"}, WHISPER_LANGUAGES),
+        ({"vocabulary.json": "[" + ",".join(['"t"'] * 51_865) + "]"}, WHISPER_LANGUAGES - {"yue"}),
+        ({"vocabulary.txt": "t\n" * 51_866}, WHISPER_LANGUAGES),
         ({"vocabulary.txt": "t\n" * 51_864}, {"en"}),
         ({"vocabulary.json": "{"}, {"en"}),
         ({}, {"en"}),
     ],
-    ids=["json-english", "json-multilingual", "txt-english", "json-broken", "none"],
+    ids=["json-english", "json-multilingual", "txt-large-v3", "txt-english", "json-broken", "none"],
 )
 def test_model_languages_read_from_the_vocabulary(
     tmp_path: Path, vocabulary: dict[str, str], languages: frozenset[str]
@@ -86,3 +100,24 @@ def test_model_languages_read_from_the_vocabulary(
     for name, text in vocabulary.items():
         (tmp_path / name).write_text(text)
     assert model_languages(tmp_path) == languages
+
+
+def test_fetch_speech_models_base_in_place_where_the_engine_looks_and_pinned() -> None:
+    """scripts/install ran scripts/fetch-speech-models base; a second run finds it in place."""
+    result = fetch("base")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == f"speech model base: {installed_model_dir('base')} (in place)"
+    text = FETCH.read_text(encoding="utf-8")
+    model_bin = installed_model_dir("base") / "model.bin"
+    digest = hashlib.sha256(model_bin.read_bytes()).hexdigest()
+    assert f'"{digest}"' in text  # the assembled file's pin
+
+
+@pytest.mark.parametrize(
+    ("name", "said"),
+    [("small", "PyPI has no complete copy"), ("medium", "no model 'medium'")],
+)
+def test_fetch_speech_models_refuses_what_it_cannot_install_exit_2(name: str, said: str) -> None:
+    result = fetch(name)
+    assert result.returncode == 2
+    assert said in result.stderr
