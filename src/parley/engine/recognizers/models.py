@@ -11,7 +11,8 @@ PARLEY_STT_MODEL is a model name or a directory. A name is one of `MODEL_NAMES`,
 
 Anything else is a directory holding a CTranslate2 Whisper model (`./base` is the directory
 `base`, not the name). A model is multilingual when its vocabulary has Whisper's 51,865
-tokens (English-only models have one fewer): then it hears `WHISPER_LANGUAGES`, else `en`.
+tokens (English-only models have one fewer): then it hears Whisper's 99 languages, and
+large-v3's 51,866 tokens add Cantonese (`yue`); else it hears `en` alone.
 """
 
 from __future__ import annotations
@@ -33,13 +34,15 @@ INSTALL_HINT = {
     ),
 }
 MULTILINGUAL_VOCABULARY = 51_865
+CANTONESE_VOCABULARY = 51_866  # large-v3 added the `yue` token
 WHISPER_LANGUAGES = frozenset(
     "af am ar as az ba be bg bn bo br bs ca cs cy da de el en es et eu fa fi fo fr gl gu ha haw "
     "he hi hr ht hu hy id is it ja jw ka kk km kn ko la lb ln lo lt lv mg mi mk ml mn mr ms mt "
     "my ne nl nn no oc pa pl ps pt ro ru sa sd si sk sl sn so sq sr su sv sw ta te tg th tk tl "
     "tr tt uk ur uz vi yi yo yue zh".split()
 )
-"""The languages a multilingual Whisper model transcribes (faster_whisper.tokenizer)."""
+"""The languages a Whisper model may transcribe (faster_whisper.tokenizer): `yue` only
+large-v3's vocabulary has."""
 
 
 def default_model_dir() -> Path:
@@ -87,8 +90,12 @@ def resolve_model(spec: str | Path | None, *, root: Path | None = None) -> Path:
 
 def model_languages(path: Path) -> frozenset[str]:
     """Return the primary language tags the model in `path` transcribes."""
-    multilingual = vocabulary_size(path) >= MULTILINGUAL_VOCABULARY
-    return WHISPER_LANGUAGES if multilingual else frozenset({"en"})
+    size = vocabulary_size(path)
+    if size >= CANTONESE_VOCABULARY:
+        return WHISPER_LANGUAGES
+    if size >= MULTILINGUAL_VOCABULARY:
+        return WHISPER_LANGUAGES - {"yue"}
+    return frozenset({"en"})
 
 
 def vocabulary_size(path: Path) -> int:
