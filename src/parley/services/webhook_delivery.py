@@ -68,6 +68,8 @@ PICK_UP_GATHER_S: Final = 0.005
 """How long a pick-up waits after its ring for more (the lag allows it; a read per commit
 cost the sender more than the sends)."""
 PICK_UP_LIMIT: Final = 256
+RECORDED_MEMORY_S: Final = 10.0
+"""How long a recorded delivery is remembered, far longer than a pick-up's read."""
 SEND_TIME_WEIGHT: Final = 0.2
 """The weight of the newest send in a webhook's moving average of send times."""
 """Deliveries one pick-up reads at most (the rest at the next ring or poll)."""
@@ -295,8 +297,9 @@ class DeliveryWorker:
         with when it took them: a pick-up skips them."""
         self._send_seconds: dict[str, float] = {}
         """Each webhook's recent send time (moving average): the pick-up's bound."""
-        self._recording = asyncio.Lock()
-        """Held by a pick-up and by a record, so that neither sees the other half done."""
+        self._recorded: dict[str, float] = {}
+        """Deliveries recorded lately, with when: a pick-up whose read began before the
+        record committed still sees them claimed, and must not take them again."""
         self._tasks: set[asyncio.Task[None]] = set()
         self._finished: list[tuple[DueDelivery, Attempt, NextStep, datetime]] = []
         self._flush_wanted = asyncio.Event()
@@ -365,26 +368,21 @@ class DeliveryWorker:
         in-memory hand-over does), so a slow endpoint's rows wait for any instance's claim
         rather than here past their lease. Return how many were taken."""
         ctx = self._ctx
-        # A record committed while the read runs must not make its row look new: the
-        # read would still see it claimed.
-        async with self._recording:
-            self._forget_stale()
-            async with ctx.db.statement() as connection:
-                found = await delivery_repo.claimed_for(
-                    connection,
-                    claimer=ctx.instance.id,
-                    now=utcnow(ctx.clock),
-                    excluding=self._known.keys(),
-                    limit=PICK_UP_LIMIT,
-                )
-            return await self._take_picked(found)
-
-    async def _take_picked(self, found: list[DueDelivery]) -> int:
-        ctx = self._ctx
+        self._forget_stale()
+        async with ctx.db.statement() as connection:
+            found = await delivery_repo.claimed_for(
+                connection,
+                claimer=ctx.instance.id,
+                now=utcnow(ctx.clock),
+                excluding=self._known.keys(),
+                limit=PICK_UP_LIMIT,
+            )
         held = self._held()
         taken: list[DueDelivery] = []
         released: list[str] = []
         for due in found:
+            if due.id in self._known or due.id in self._recorded:
+                continue  # taken, or recorded, while the read ran
             if held[due.webhook_id] >= self._backlog_bound(due.webhook_id):
                 released.append(due.id)
             else:
@@ -411,9 +409,13 @@ class DeliveryWorker:
     def _forget_stale(self) -> None:
         """Forget what was taken a lease ago and is still not recorded (a send that died, or
         whose record failed): its claim has run out, so it may be taken again."""
-        stale = asyncio.get_running_loop().time() - self._options.lease_s
+        now = asyncio.get_running_loop().time()
+        stale = now - self._options.lease_s
         for msg_id in [msg_id for msg_id, taken in self._known.items() if taken < stale]:
             del self._known[msg_id]
+        old = now - RECORDED_MEMORY_S
+        for msg_id in [msg_id for msg_id, at in self._recorded.items() if at < old]:
+            del self._recorded[msg_id]
 
     def _held(self) -> Counter[str]:
         held = Counter(self._sending)
@@ -490,12 +492,13 @@ class DeliveryWorker:
         finished, self._finished = self._finished, []
         if not finished:
             return
-        async with self._recording:
-            await _step("record webhook attempts", record_many(self._ctx, finished))
-            # Recorded (or, if that failed, left to run out their lease and be taken again).
-            for due, _, _, _ in finished:
-                self._known.pop(due.id, None)
-            self._forget_stale()
+        await _step("record webhook attempts", record_many(self._ctx, finished))
+        # Recorded (or, if that failed, left to run out their lease and be taken again).
+        now = asyncio.get_running_loop().time()
+        for due, _, _, _ in finished:
+            if self._known.pop(due.id, None) is not None:
+                self._recorded[due.id] = now
+        self._forget_stale()
 
     async def stop(self) -> None:
         """Cancel the sends in flight and record what finished (claims are the caller's)."""
