@@ -31,6 +31,8 @@ from urllib.parse import urlsplit, urlunsplit
 import typer
 
 if TYPE_CHECKING:
+    import asyncio
+
     from pydantic import ValidationError
 
     from parley.config import Settings
@@ -272,8 +274,15 @@ def run_migration(settings: Settings) -> None:
     run(main(), settings)
 
 
-def run(work: Awaitable[T], settings: Settings, *, as_json: bool = False) -> T:
-    """Run `work` to completion; turn failures into a message and an exit code."""
+def run(
+    work: Awaitable[T],
+    settings: Settings,
+    *,
+    as_json: bool = False,
+    loop_factory: Callable[[], asyncio.AbstractEventLoop] | None = None,
+) -> T:
+    """Run `work` to completion (on `loop_factory`'s loop, asyncio's by default); turn
+    failures into a message and an exit code."""
     import asyncio
 
     from parley.db.migrate import MigrationFailed
@@ -283,7 +292,8 @@ def run(work: Awaitable[T], settings: Settings, *, as_json: bool = False) -> T:
         return await work
 
     try:
-        return asyncio.run(main())
+        with asyncio.Runner(loop_factory=loop_factory) as runner:
+            return runner.run(main())
     except MigrationFailed as error:
         _trace(error)
         fail(

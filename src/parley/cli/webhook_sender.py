@@ -70,7 +70,9 @@ def webhook_sender(
             stop=stop,
         )
 
-    run(main(), settings)
+    import uvloop  # as uvicorn's loop="uvloop" for the server: its loop costs less a wake-up
+
+    run(main(), settings, loop_factory=uvloop.new_event_loop)
 
 
 def _die_with_parent(doorbell: Path) -> None:
