@@ -5,7 +5,7 @@ webhooks on within 10 % of off, in the same run).
 Run (from the repository root):
 
     .venv/bin/python bench/webhooks.py [--events 1000] [--concurrency 8] [--rounds 2]
-        [--database sqlite|postgres] [--json FILE]
+        [--database sqlite|postgres] [--json FILE] [--profile DIR]
 
 One `parley serve` process (1 worker, PARLEY_STT=none, outbound http and loopback allowed)
 on a free loopback port, on embedded SQLite, or with `--database postgres` on a fresh
@@ -18,8 +18,10 @@ The request path is `POST /v1/agents` (one committed change, one `agent.created`
 times: webhooks off (no webhook), then on (one webhook receiving agent.created). For each
 "on" phase, the lag of each event is its receipt time minus its `created_at` (the time the
 event was written, in the transaction, just before the commit; both clocks are this
-machine's). It prints each phase's requests per second, the ratio on/off, and the lag p50,
-p99 and maximum over every event of the "on" phases.
+machine's). It prints each phase's requests per second, the ratio on/off, the lag p50,
+p99 and maximum over every event of the "on" phases, and the CPU time per request of the
+serving process and of its webhook sender (the process beside it that sends). `--profile
+DIR` records both with py-spy in each phase and prints the summaries.
 """
 
 from __future__ import annotations
