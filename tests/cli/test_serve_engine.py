@@ -31,6 +31,7 @@ def test_serve_stt_model_not_a_model_refused_with_clear_message(
     assert result.exit_code == 2
     assert result.stderr.startswith("error: PARLEY_STT_MODEL: ")
     assert str(model) in result.stderr
+    assert "Set PARLEY_STT_MODEL to tiny.en, base, small or a CTranslate2" in result.stderr
     assert "PARLEY_STT=none" in result.stderr
     assert "Traceback" not in result.output
 

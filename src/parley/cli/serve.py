@@ -208,8 +208,9 @@ def check_speech_model(settings: Settings) -> None:
     except RecognizerUnavailable as error:
         variable = "PARLEY_STT_MODEL" if settings.stt_model else "the bundled model"
         typer.echo(
-            f"error: {variable}: {error.message} Set PARLEY_STT_MODEL to a CTranslate2 Whisper "
-            "model directory, or PARLEY_STT=none to run without speech recognition.",
+            f"error: {variable}: {error.message} Set PARLEY_STT_MODEL to tiny.en, base, small "
+            "or a CTranslate2 Whisper model directory, or PARLEY_STT=none to run without "
+            "speech recognition.",
             err=True,
         )
         raise typer.Exit(2) from None
