@@ -19,6 +19,7 @@ import numpy as np
 
 from parley.engine import Samples
 from parley.engine.audio import resample
+from tests import speech
 
 GERMAN = "Guten Tag, ich möchte mit einem Arzt sprechen."
 SPANISH = "Buenos días, necesito hablar con un médico."
@@ -47,10 +48,4 @@ def words(text: str) -> list[str]:
 
 def word_errors(reference: str, hypothesis: str) -> int:
     """The word-level edit distance of the two, by `words`."""
-    ref, hyp = words(reference), words(hypothesis)
-    row = list(range(len(hyp) + 1))
-    for i, r in enumerate(ref, 1):
-        previous, row[0] = row[0], i
-        for j, h in enumerate(hyp, 1):
-            previous, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, previous + (r != h))
-    return row[-1]
+    return speech.word_errors(reference, hypothesis, split=words)

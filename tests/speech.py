@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Callable
 
 import numpy as np
 
@@ -71,9 +72,12 @@ def words(text: str) -> list[str]:
     return _WORD.sub(" ", text.lower().replace("-", " ")).split()
 
 
-def word_errors(reference: str, hypothesis: str) -> int:
-    """Return the word-level edit distance (substitutions, insertions, deletions)."""
-    ref, hyp = words(reference), words(hypothesis)
+def word_errors(
+    reference: str, hypothesis: str, *, split: Callable[[str], list[str]] = words
+) -> int:
+    """Return the word-level edit distance (substitutions, insertions, deletions) between
+    the words `split` finds in each (by default `words`)."""
+    ref, hyp = split(reference), split(hypothesis)
     row = list(range(len(hyp) + 1))
     for i, r in enumerate(ref, 1):
         previous, row[0] = row[0], i

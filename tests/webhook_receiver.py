@@ -14,13 +14,14 @@ redirect, a 10 MB body (declared or streamed until close), or bytes that are not
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, cast
 from urllib.parse import parse_qs, urlsplit
 
 import httpcore
@@ -231,3 +232,23 @@ def loopback_internet(*public: str) -> tuple[httpx.AsyncClient, list[str]]:
         network_backend=backend, max_keepalive_connections=0
     )
     return httpx.AsyncClient(transport=transport, trust_env=False), backend.connected
+
+
+async def requests_reach(receiver: WebhookReceiver, count: int, seconds: float = 30) -> None:
+    """Wait until the receiver has `count` requests; fail after `seconds`."""
+    for _ in range(int(seconds / 0.05)):
+        if len(receiver.requests) >= count:
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"{len(receiver.requests)} requests, not {count}, in {seconds} s")
+
+
+async def only_delivery(client: httpx.AsyncClient, webhook_id: str) -> dict[str, Any]:
+    """The webhook's one delivery, once it reads `delivered` (its state after 5 s if not)."""
+    for _ in range(100):
+        listed = await client.get(f"/v1/webhooks/{webhook_id}/deliveries")
+        (delivery,) = listed.json()["deliveries"]
+        if delivery["status"] == "delivered":
+            break
+        await asyncio.sleep(0.05)
+    return cast(dict[str, Any], delivery)

@@ -5,7 +5,6 @@ with the same `webhook-id`. A real process on embedded SQLite, a real receiver o
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -15,7 +14,12 @@ import pytest
 import standardwebhooks
 
 from tests.faults.serve_process import ServeProcess
-from tests.webhook_receiver import Reply, WebhookReceiver, running_receiver
+from tests.webhook_receiver import (
+    Reply,
+    only_delivery,
+    requests_reach,
+    running_receiver,
+)
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
@@ -25,14 +29,6 @@ SETTINGS: dict[str, Any] = {
     "PARLEY_OUTBOUND_ALLOW_PRIVATE_NETWORKS": "true",
     "PARLEY_INSTANCE_ID": "webhook-fault",
 }
-
-
-async def requests_reach(receiver: WebhookReceiver, count: int, seconds: float = 30) -> None:
-    for _ in range(int(seconds / 0.05)):
-        if len(receiver.requests) >= count:
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"{len(receiver.requests)} requests, not {count}, in {seconds} s")
 
 
 async def test_kill_9_before_delivery_then_restart_delivers_the_event(tmp_path: Path) -> None:
@@ -64,12 +60,7 @@ async def test_kill_9_before_delivery_then_restart_delivers_the_event(tmp_path: 
             assert event["event_type"] == "agent.created"
             assert event["data"]["agent"]["name"] == "after-commit"
             async with httpx.AsyncClient(base_url=serve.http, headers=headers) as client:
-                for _ in range(100):
-                    listed = await client.get(f"/v1/webhooks/{webhook_id}/deliveries")
-                    (delivery,) = listed.json()["deliveries"]
-                    if delivery["status"] == "delivered":
-                        break
-                    await asyncio.sleep(0.05)
+                delivery = await only_delivery(client, webhook_id)
             assert delivery["status"] == "delivered"
             assert delivery["id"] == json.loads(second.body)["id"]
             assert delivery["attempts"] == 1  # the attempt cut by the kill left no record

@@ -20,7 +20,13 @@ import pytest
 import standardwebhooks
 
 from tests.faults.serve_process import ServeProcess, alive, children_of
-from tests.webhook_receiver import Reply, WebhookReceiver, running_receiver
+from tests.webhook_receiver import (
+    Reply,
+    WebhookReceiver,
+    only_delivery,
+    requests_reach,
+    running_receiver,
+)
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
@@ -31,14 +37,6 @@ SETTINGS: dict[str, Any] = {
     "PARLEY_INSTANCE_ID": "sender-fault",
 }
 SENDER = "webhook-sender"
-
-
-async def requests_reach(receiver: WebhookReceiver, count: int, seconds: float = 30) -> None:
-    for _ in range(int(seconds / 0.05)):
-        if len(receiver.requests) >= count:
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"{len(receiver.requests)} requests, not {count}, in {seconds} s")
 
 
 async def one_sender(serve: ServeProcess, *, other_than: int | None = None) -> int:
@@ -120,12 +118,7 @@ async def test_webhook_sender_killed_mid_send_is_started_again_and_delivers_once
                 assert first.headers["webhook-id"] == second.headers["webhook-id"]
                 event = standardwebhooks.Webhook(secret).verify(second.body, second.headers)
                 assert event["data"]["agent"]["name"] == "in-flight"
-                for _ in range(100):
-                    listed = await client.get(f"/v1/webhooks/{webhook_id}/deliveries")
-                    (delivery,) = listed.json()["deliveries"]
-                    if delivery["status"] == "delivered":
-                        break
-                    await asyncio.sleep(0.05)
+                delivery = await only_delivery(client, webhook_id)
                 assert delivery["status"] == "delivered"
                 assert delivery["id"] == json.loads(second.body)["id"]
                 assert delivery["attempts"] == 1  # the attempt cut by the kill left no record
