@@ -157,3 +157,22 @@ async def test_webhook_sender_stops_with_serve_on_sigterm(tmp_path: Path) -> Non
         assert "starting it again" not in serve.output.read_text()
     finally:
         serve.ensure_stopped()
+
+
+async def test_webhook_sender_stopped_with_the_whole_group_is_not_started_again(
+    tmp_path: Path,
+) -> None:
+    """A process manager that stops the group (systemd's default) TERMs both at once."""
+    serve = ServeProcess(tmp_path, **SETTINGS)
+    try:
+        serve.start()
+        sender = await one_sender(serve)
+        assert serve.process is not None
+        os.kill(sender, signal.SIGTERM)
+        serve.terminate()
+        assert serve.process.returncode == 0
+        assert await gone(sender, seconds=1)
+        assert not children_of(serve.process.pid, SENDER)
+        assert "starting it again" not in serve.output.read_text()
+    finally:
+        serve.ensure_stopped()

@@ -25,6 +25,11 @@ from parley.cli.common import load_settings, run
 log = logging.getLogger("parley.webhooks")
 
 RESTART_DELAY_S = 1.0
+"""After a crash (a status other than 0, or a signal's), the sender starts again this soon."""
+CLEAN_EXIT_RESTART_DELAY_S = 5.0
+"""After a clean exit (a SIGTERM), this late: a process manager that stops the whole group
+(systemd's default, `timeout`) stops the sender with the server, and the server's own stop
+(uvicorn's graceful 3 s) comes before this, so the sender is not started again for nothing."""
 STOP_TIMEOUT_S = 10.0
 """How long a stopping sender may take (its sends in flight are cancelled, its attempts
 recorded, its claims released) before it is killed."""
@@ -106,10 +111,10 @@ class _Supervisor:
                 # Its standard input is a pipe from this process: it ends when we do.
                 self._process = process = subprocess.Popen(self._command, stdin=subprocess.PIPE)  # noqa: S603
             code = process.wait()
-            if self._stopping.is_set():
+            delay = CLEAN_EXIT_RESTART_DELAY_S if code == 0 else RESTART_DELAY_S
+            if self._stopping.wait(delay):
                 return
             log.warning("the webhook sender exited with status %s; starting it again", code)
-            self._stopping.wait(RESTART_DELAY_S)
 
     def stop(self) -> None:
         with self._lock:
