@@ -15,7 +15,7 @@ from parley.engine import AudioFormat, RecognizerUnavailable, Utterance, Whisper
 from parley.engine.audio import StreamResampler, decode
 from parley.engine.errors import RecognizerOverloaded
 from parley.engine.recognizers import RecognitionQueue, check_model_dir, default_model_dir
-from parley.engine.recognizers.whisper import cut_repeat
+from parley.engine.recognizers.whisper import cut_loops, cut_repeat
 
 pytestmark = pytest.mark.anyio
 
@@ -82,6 +82,31 @@ async def test_whisper_silence_and_noise_give_no_words() -> None:
 def test_whisper_repeat_cut() -> None:
     assert cut_repeat("Is there a pharmacy? Is there a") == "Is there a pharmacy?"
     assert cut_repeat("I said no. I said it twice.") == "I said no. I said it twice."
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        ("It was $1,000, $1,000, $1,000, $1,000,", "It was $1,000,"),
+        ("My number is I'm I'm I'm I'm 0142 and my email", "My number is I'm 0142 and my email"),
+        ("on Saturday 13th Saturday 13th Saturday 13th Saturday", "on Saturday 13th Saturday"),
+        ("My phone number is I-I-I-I-Nero142 and", "My phone number is I-Nero142 and"),
+        ("No, no. I said no, not now.", "No, no. I said no, not now."),
+        ("That's P-A-T-E-L, 555-0142.", "That's P-A-T-E-L, 555-0142."),
+        ("Thank you, thank you very much.", "Thank you, thank you very much."),
+    ],
+    ids=[
+        "money",
+        "word",
+        "phrase-then-tail",
+        "hyphenated",
+        "two-is-no-loop",
+        "hyphens-kept",
+        "no-repeat",
+    ],
+)
+def test_whisper_loop_cut(text: str, kept: str) -> None:
+    assert cut_loops(text) == kept
 
 
 def test_whisper_bundled_model_is_a_model() -> None:

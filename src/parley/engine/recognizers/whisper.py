@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import threading
 from pathlib import Path
 from typing import Any
@@ -45,6 +46,7 @@ _PADDING_SECONDS = 2.0
 _NO_SPEECH = 0.6
 _TOKENS_PER_SECOND = 8  # generous: speech runs at about 4 tokens a second
 HEARD_LANGUAGE_MIN = 0.5
+_LOOP_REPEATS = 3  # a phrase said this many times in a row is a loop (cut_loops)
 _models: dict[tuple[str, int], Any] = {}
 _warm: set[int] = set()  # id() of the models that decoded once
 _models_lock = threading.Lock()
@@ -217,7 +219,7 @@ class WhisperRecognizer:
         heard = language if multilingual else "en"
         if detect and multilingual:
             heard = heard_language(model.model, encoded, language)
-        return cut_repeat(tokenizer.decode(words).strip()), heard
+        return cut_loops(cut_repeat(tokenizer.decode(words).strip())), heard
 
 
 def heard_language(model: Any, encoded: Any, expected: str) -> str:
@@ -243,3 +245,34 @@ def cut_repeat(text: str) -> str:
         if [w.lower().strip(".,!?") for w in words[index : index + len(head)]] == head:
             return " ".join(words[:index])
     return text
+
+
+def cut_loops(text: str) -> str:
+    """Keep one of a phrase of 1 to 4 words said 3 or more times in a row (a decoder loop).
+
+    "$1,000, $1,000, $1,000, $1,000," -> "$1,000,"; "I'm I'm I'm 0142" -> "I'm 0142";
+    "I-I-I-I-Nero" -> "I-Nero" (the parts of a hyphenated word count as words). Words compare
+    without case or trailing punctuation; what follows the loop is kept.
+    """
+    pieces = [
+        (part, index == 0)  # (text, whether a space comes before it)
+        for word in text.split()
+        for index, part in enumerate(re.findall(r"[^-]+-*|-+", word))
+    ]
+    keys = [part.lower().rstrip(".,!?;:-") for part, _ in pieces]
+    kept: list[tuple[str, bool]] = []
+    index = 0
+    while index < len(pieces):
+        for size in range(1, 5):
+            phrase = keys[index : index + size]
+            count = 1
+            while keys[index + count * size : index + (count + 1) * size] == phrase:
+                count += 1
+            if len(phrase) == size and count >= _LOOP_REPEATS:
+                kept += pieces[index : index + size]
+                index += count * size
+                break
+        else:
+            kept.append(pieces[index])
+            index += 1
+    return "".join((" " if spaced and n else "") + part for n, (part, spaced) in enumerate(kept))
