@@ -9,11 +9,13 @@ Decoding calls CTranslate2 directly rather than faster-whisper's `transcribe`, w
 every utterance to Whisper's 30 s window: here the encoder sees the utterance plus 2 s of
 silence, which is 4 to 5 times faster for a short turn (0.11 s instead of 0.55 s for 3 s of
 speech on this 2-core machine) with the same words on our test sentences. Less padding made
-whisper repeat the sentence; a guard cuts such a repeat anyway, and the output length is
-bounded by the audio's duration. Decoding is greedy (beam 1), without timestamps. A
-`prefix` (the words partial decodes already agreed on) is forced onto the decoder, so a final
-decode only generates the tail. An utterance whisper itself judges to be no speech
-(`no_speech_prob` above 0.6) gives no words, which keeps noise from becoming text.
+whisper repeat the sentence; a guard cuts such a repeat anyway, another keeps one of a phrase
+of 1 to 4 words said 3 or more times in a row (greedy decoding's loop on unclear speech,
+bench/heldout_speech.py), and the output length is bounded by the audio's duration.
+Decoding is greedy (beam 1), without timestamps. A `prefix` (the words partial decodes
+already agreed on) is forced onto the decoder, so a final decode only generates the tail.
+An utterance whisper itself judges to be no speech (`no_speech_prob` above 0.6) gives no
+words, which keeps noise from becoming text.
 
 A multilingual model decodes in the agent's language (Whisper's language token is forced),
 and a final decode also asks it which language it hears (one decoder step on the same
