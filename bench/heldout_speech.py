@@ -15,6 +15,9 @@ not in tests/, so no test can be tuned to them.
   onnxruntime and espeak-ng's phonemes as Piper runs it; and espeak-ng voices and variants
   (`en-us`, `en-gb+f3`, `en-gb-scotland`; any `-v` value works). The tests use hibari's
   `heart` voice for English and espeak-ng only for German and Spanish.
+- Renderings are kept in `--cache` (under the voices' directory): Piper samples noise,
+  so each fresh rendering differs (joe's WER moved by up to 2 points from run to run
+  before the cache); with the cache every run hears the same audio.
 - Conditions, each as a client sends it over the socket (0.2 s of silence before, 0.3 s
   after, 20 ms wire chunks, decoded and streamed to 16 kHz as the engine does):
   `clean` (`pcm_16000`), `phone` (`mulaw_8000`: 8 kHz G.711 mu-law), `snr20` and `snr10`
@@ -38,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import json
 import re
 import shutil
@@ -379,6 +383,20 @@ def render(voice: str, text: str, piper: PiperVoice | None) -> np.ndarray:
     return (audio * (0.5 / max(float(np.abs(audio).max()), 1e-6))).astype(np.float32)
 
 
+def cached(voice: str, text: str, piper: PiperVoice | None, cache: Path | None) -> np.ndarray:
+    """`render`, kept in `cache` (Piper samples noise: each rendering differs, so a
+    before/after comparison needs the same audio; espeak-ng is deterministic)."""
+    if cache is None:
+        return render(voice, text, piper)
+    path = cache / f"{voice}-{hashlib.sha256(text.encode()).hexdigest()[:16]}.npy"
+    if path.is_file():
+        return np.asarray(np.load(path), dtype=np.float32)
+    audio = render(voice, text, piper)
+    cache.mkdir(parents=True, exist_ok=True)
+    np.save(path, audio)
+    return audio
+
+
 # --- conditions ---------------------------------------------------------------------------
 
 
@@ -440,7 +458,7 @@ async def evaluate(args: argparse.Namespace) -> dict[str, Any]:
     conditions = args.conditions.split(",")
     piper = PiperVoice(_PIPER_DIR) if "joe" in voices else None
     started = time.perf_counter()
-    rendered = {(v, s): render(v, s, piper) for v in voices for s in sentences}
+    rendered = {(v, s): cached(v, s, piper, args.cache) for v in voices for s in sentences}
     print(f"rendered {len(rendered)} sentences in {time.perf_counter() - started:.0f} s")
     results: dict[str, Any] = {}
     for model in args.models.split(","):
@@ -499,9 +517,16 @@ def main() -> None:
     parser.add_argument(
         "--generate", default="", help="extra CTranslate2 generate() arguments: beam_size=5,..."
     )
+    parser.add_argument(
+        "--cache",
+        type=Path,
+        default=_PIPER_DIR.parent / "renderings",
+        help="keep the renderings here (the same audio run after run); '' renders afresh",
+    )
     parser.add_argument("--rescore", type=Path, help="score a --json file again, no decoding")
     parser.add_argument("--errors", action="store_true", help="print each misheard sentence")
     args = parser.parse_args()
+    args.cache = args.cache if str(args.cache) not in ("", ".") else None
     print(
         "| voice | condition | model | WER (errors/words) | loops | decode p50 | loop transcripts |"
     )
