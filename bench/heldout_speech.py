@@ -28,7 +28,7 @@ not in tests/, so no test can be tuned to them.
 - Scoring: word error rate after `normalize`: lower case, no punctuation, and every number
   written out in words ("14th" and "fourteenth", "$90" and "ninety dollars", "7:30" and
   "seven thirty", "555-0142" and "five five five zero one four two" compare equal).
-- Repetition loops: a phrase of 1 to 4 words (as written: lower case, no punctuation)
+- Repetition loops: a phrase of 1 to 4 words (as written: `surface`)
   repeated 3 or more times in a row in a transcript is a loop, unless its sentence repeats
   a phrase of that length as often ("five five five" heard as "time time time" is a
   mishearing); each is listed.
@@ -230,9 +230,11 @@ def _joins(before: str, after: str) -> bool:
 
 
 def surface(text: str) -> list[str]:
-    """The words as written (lower case, no punctuation, numbers as they are): a loop is
-    looked for in these, so "44417" for "four four one seven" is an error, not a loop."""
-    return re.sub(r"[^a-z0-9' ]+", " ", text.lower().replace("-", " ")).split()
+    """The words as written (lower case, split at hyphens and commas, no punctuation, numbers
+    and "$" as they are): a loop is looked for in these, so "44417" for "four four one
+    seven" is an error, not a loop, and "$ $ $ $" is a loop."""
+    words = (w.strip('.,!?;:"()') for w in re.split(r"[\s,-]+", text.lower()))
+    return [w for w in words if w]
 
 
 def word_errors(reference: list[str], hypothesis: list[str]) -> int:
