@@ -159,7 +159,8 @@ async def _open_stores(
         await replay_guard.establish()  # the data-loss marker (docs/reliability.md)
     except Unavailable:
         log.warning("Redis is unreachable: the replay guard will check its data set later")
-    await stack.enter_async_context(replay_guard.watching())  # every instance notices a loss
+    if options.notices_redis_loss:
+        await stack.enter_async_context(replay_guard.watching())  # every instance notices
     return _Stores(
         replay_guard=replay_guard,
         rate_limiter=RedisRateLimiter(rate, burst, client),

@@ -39,6 +39,9 @@ class RuntimeOptions:
     database_pool_timeout_seconds: float | None = None
     instance_id: str = ""
     """This instance's name (empty: a fresh one, `new_instance_id()`)."""
+    notices_redis_loss: bool = True
+    """Whether this context watches Redis for a loss of its data, and logs and counts one
+    (False for the webhook sender: its instance's server does, once for the instance)."""
     conversation_lease_seconds: float = 15.0
     secret_key: str | None = field(default=None, repr=False)
     """PARLEY_SECRET_KEY; None: the key file (parley/sealing.py)."""

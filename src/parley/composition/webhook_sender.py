@@ -82,7 +82,10 @@ async def run_sender(
     ring of a commit made while the worker starts is lost)."""
     async with AsyncExitStack() as stack:
         ctx = await stack.enter_async_context(
-            open_context(replace(options, instance_id=address.claimer), clock=clock)
+            open_context(
+                replace(options, instance_id=address.claimer, notices_redis_loss=False),
+                clock=clock,
+            )
         )
         bell = ctx.outbox_bell
 
