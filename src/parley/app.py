@@ -39,6 +39,7 @@ from parley.api.routes import (
 from parley.api.uvicorn_ws import WS_PROTOCOL
 from parley.clock import Clock, SystemClock
 from parley.composition.context import open_context
+from parley.composition.heap import freeze_startup_heap
 from parley.composition.options import engine_options, runtime_options
 from parley.composition.webhook_sender import SenderAddress, handing_to_sender
 from parley.config import Settings
@@ -73,9 +74,17 @@ DESCRIPTION = (
 
 
 def create_app(
-    settings: Settings, *, clock: Clock | None = None, engine_factory: EngineFactory | None = None
+    settings: Settings,
+    *,
+    clock: Clock | None = None,
+    engine_factory: EngineFactory | None = None,
+    freeze_heap: bool = False,
 ) -> FastAPI:
-    """Build the ASGI application; resources open in its lifespan, not at import."""
+    """Build the ASGI application; resources open in its lifespan, not at import.
+
+    `freeze_heap`: once started, freeze what was allocated so far
+    (composition/heap.py): for a server process, not for tests that build many apps.
+    """
 
     collected = metrics.Metrics() if settings.metrics else None
 
@@ -101,6 +110,8 @@ def create_app(
             # Models load before the server answers anything, /health included: ready means
             # ready to hold a conversation.
             await factory.warm_up()
+            if freeze_heap:
+                freeze_startup_heap()
             try:
                 yield
             finally:
@@ -157,4 +168,4 @@ def create_app(
 
 def create_app_from_env() -> FastAPI:
     """Build the app from the environment: the factory uvicorn workers call."""
-    return create_app(Settings())
+    return create_app(Settings(), freeze_heap=True)

@@ -3,15 +3,19 @@ dropped at once by a change made here, and within the bound by a change nobody a
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 import pytest
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from parley.db.database import Database
+from parley.errors import Unavailable
 from parley.records import Actor, Agent, AgentPatch
 from parley.services import Context, agents
-from parley.services.read_model import BOUND_SECONDS, ReadModel
+from parley.services.read_model import BOUND_SECONDS, REFRESH_AHEAD, ReadModel
 from parley.stores.memory import MemoryChangeFeed
 from tests.factories import make_agent, make_tool
 from tests.stores.conftest import ManualClock
@@ -191,6 +195,123 @@ async def test_read_model_bounded_in_organizations_and_entries(
     await model.get(ctx.db, tenant.org.id, "a", lambda: load("a"))
 
     assert loads == ["a", "b", "a", "c", "a"]
+
+
+class GatedDatabase(Database):
+    """The same database, whose single statements (the generation check) wait for a gate."""
+
+    def __init__(self, db: Database) -> None:
+        super().__init__(db.engine, db.timeouts, read_engine=db.read_engine)
+        self.gate = asyncio.Event()
+        self.checks = 0
+        self.failing = False
+
+    @asynccontextmanager
+    async def statement(self) -> AsyncIterator[AsyncConnection]:
+        self.checks += 1
+        await self.gate.wait()
+        if self.failing:
+            raise Unavailable()
+        async with super().statement() as connection:
+            yield connection
+
+
+async def _value() -> str:
+    return "value"
+
+
+async def test_read_model_generation_checked_ahead_without_waiting(
+    ctx: Context, tenant: Tenant
+) -> None:
+    """Past REFRESH_AHEAD of the bound, a read is served from memory while the next check
+    runs beside it; past the bound, a read waits for the check."""
+    clock = ManualClock()
+    model = ReadModel(clock=clock)
+    db = GatedDatabase(ctx.db)
+    db.gate.set()
+    await model.get(db, tenant.org.id, "k", _value)
+    db.gate.clear()
+
+    clock.advance(BOUND_SECONDS * (REFRESH_AHEAD + 0.25))
+    served = await asyncio.wait_for(model.get(db, tenant.org.id, "k", _value), 1)
+
+    assert served == "value"
+    await asyncio.sleep(0)
+    assert db.checks == 2  # the check started ahead, held at the gate
+    clock.advance(BOUND_SECONDS)  # past the bound: the read waits for that check
+    waiting = asyncio.ensure_future(model.get(db, tenant.org.id, "k", _value))
+    await asyncio.sleep(0.05)
+    assert not waiting.done()
+    db.gate.set()
+    assert await asyncio.wait_for(waiting, 1) == "value"
+    await model.aclose()
+
+
+async def test_read_model_generation_check_shared_by_waiting_reads(
+    ctx: Context, tenant: Tenant
+) -> None:
+    clock = ManualClock()
+    model = ReadModel(clock=clock)
+    db = GatedDatabase(ctx.db)
+    db.gate.set()
+    await model.get(db, tenant.org.id, "k", _value)
+    db.gate.clear()
+    clock.advance(BOUND_SECONDS + 1)
+
+    reads = [asyncio.ensure_future(model.get(db, tenant.org.id, "k", _value)) for _ in range(10)]
+    await asyncio.sleep(0.05)
+    db.gate.set()
+
+    assert await asyncio.wait_for(asyncio.gather(*reads), 1) == ["value"] * 10
+    assert db.checks == 2  # the first load's, then one for the ten reads
+    await model.aclose()
+
+
+async def test_read_model_cancelled_read_leaves_shared_check_running(
+    ctx: Context, tenant: Tenant
+) -> None:
+    clock = ManualClock()
+    model = ReadModel(clock=clock)
+    db = GatedDatabase(ctx.db)
+    db.gate.set()
+    await model.get(db, tenant.org.id, "k", _value)
+    db.gate.clear()
+    clock.advance(BOUND_SECONDS + 1)
+
+    cancelled = asyncio.ensure_future(model.get(db, tenant.org.id, "k", _value))
+    kept = asyncio.ensure_future(model.get(db, tenant.org.id, "k", _value))
+    await asyncio.sleep(0.05)
+    cancelled.cancel()
+    db.gate.set()
+
+    assert await asyncio.wait_for(kept, 1) == "value"
+    assert db.checks == 2
+    await model.aclose()
+
+
+async def test_read_model_failed_ahead_check_retried_by_next_read(
+    ctx: Context, tenant: Tenant, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A check started ahead that fails costs nothing: the read was already served, and
+    the first read past the bound runs its own."""
+    clock = ManualClock()
+    model = ReadModel(clock=clock)
+    db = GatedDatabase(ctx.db)
+    db.gate.set()
+    await model.get(db, tenant.org.id, "k", _value)
+    db.failing = True
+    clock.advance(BOUND_SECONDS * (REFRESH_AHEAD + 0.25))
+
+    assert await model.get(db, tenant.org.id, "k", _value) == "value"
+    await asyncio.sleep(0.01)  # the check ahead fails
+    assert db.checks == 2
+    db.failing = False
+    clock.advance(BOUND_SECONDS)
+
+    assert await model.get(db, tenant.org.id, "k", _value) == "value"
+    assert db.checks == 3
+    assert "never retrieved" not in caplog.text
+    await model.aclose()
 
 
 async def _get(here: Context, tenant: Tenant, agent: Agent) -> Agent:

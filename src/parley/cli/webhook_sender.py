@@ -73,6 +73,7 @@ def webhook_sender(
             clock=SystemClock(),
             retry_schedule=settings.retry_schedule,
             stop=stop,
+            freeze_heap=True,
         )
 
     import uvloop  # as uvicorn's loop="uvloop" for the server: its loop costs less a wake-up

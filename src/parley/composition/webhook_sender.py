@@ -21,6 +21,7 @@ from pathlib import Path
 
 from parley.clock import Clock
 from parley.composition.context import open_context
+from parley.composition.heap import freeze_startup_heap
 from parley.composition.options import RuntimeOptions
 from parley.services.context import Context
 from parley.services.outbox_bell import PICK_UP, POLL
@@ -77,9 +78,11 @@ async def run_sender(
     clock: Clock,
     retry_schedule: tuple[int, ...],
     stop: asyncio.Event,
+    freeze_heap: bool = False,
 ) -> None:
     """Serve as the sender at `address` until `stop` is set (the doorbell first, so that no
-    ring of a commit made while the worker starts is lost)."""
+    ring of a commit made while the worker starts is lost); `freeze_heap` once started, as
+    a server process (composition/heap.py)."""
     async with AsyncExitStack() as stack:
         ctx = await stack.enter_async_context(
             open_context(
@@ -95,4 +98,6 @@ async def run_sender(
         await stack.enter_async_context(listening(address.socket, on_ring))
         worker = WorkerOptions(retry_schedule=retry_schedule, picks_up=True)
         await stack.enter_async_context(delivery_worker(ctx, worker))
+        if freeze_heap:
+            freeze_startup_heap()
         await stop.wait()

@@ -19,7 +19,10 @@ Rules:
    every change in the change's transaction: `db.repos.audit.generation_of`), and copies
    older than `BOUND_SECONDS` are served only after one statement confirmed the
    generation unchanged. A change made by another process that publishes nothing (an
-   operator command) is covered by the same bound.
+   operator command) is covered by the same bound. The check is made once for all the
+   requests that need it (they await the same statement), and ahead of time: copies older
+   than `REFRESH_AHEAD` of the bound are still served while one check runs in the
+   background, so under steady traffic no request waits for it.
 5. Only successful reads are kept; errors (not found, forbidden) always reach the
    database. Rules that decide a write (a disabled agent starts no conversation) read the
    row inside the write's own transaction, never this model.
@@ -48,6 +51,9 @@ T = TypeVar("T")
 
 BOUND_SECONDS = 2.0
 """The longest a lost announcement can leave this process serving a change's old data."""
+REFRESH_AHEAD = 0.5
+"""The share of the bound after which a read starts the next generation check without
+waiting for it."""
 MAX_ORGS = 1_000
 MAX_ENTRIES = 1_000
 """Entries per organization."""
@@ -81,6 +87,7 @@ class ReadModel:
         self._views: OrderedDict[str, _OrgView] = OrderedDict()
         self._attached: set[int] = set()
         self._tasks: set[asyncio.Task[None]] = set()
+        self._checks: dict[str, asyncio.Task[_OrgView]] = {}
         self._listener: asyncio.Task[None] | None = None
 
     async def get(
@@ -121,15 +128,41 @@ class ReadModel:
             self._listener.cancel()
             await asyncio.gather(self._listener, return_exceptions=True)
             self._listener = None
-        if self._tasks:
-            await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self._tasks or self._checks:
+            pending = [*self._tasks, *self._checks.values()]
+            await asyncio.gather(*pending, return_exceptions=True)
 
     async def _current_view(self, db: Database, org_id: str) -> _OrgView:
         view = self._views.get(org_id)
+        if view is not None:
+            age = self._clock.monotonic() - view.checked_at
+            if age <= self._bound:
+                if age > self._bound * REFRESH_AHEAD:
+                    self._check(db, org_id)  # not awaited: these copies are still good
+                self._views.move_to_end(org_id)
+                return view
+        # shield: a cancelled request must not cancel the check the others await.
+        return await asyncio.shield(self._check(db, org_id))
+
+    def _check(self, db: Database, org_id: str) -> asyncio.Task[_OrgView]:
+        """The organization's generation check: the one running, or a new one."""
+        running = self._checks.get(org_id)
+        if running is not None:
+            return running
+        task = asyncio.get_running_loop().create_task(self._confirm(db, org_id))
+        self._checks[org_id] = task
+        task.add_done_callback(lambda done: self._checked(org_id, done))
+        return task
+
+    def _checked(self, org_id: str, task: asyncio.Task[_OrgView]) -> None:
+        if self._checks.get(org_id) is task:
+            del self._checks[org_id]
+        if not task.cancelled():
+            task.exception()  # retrieved: a failed check started ahead is retried on use
+
+    async def _confirm(self, db: Database, org_id: str) -> _OrgView:
+        """Read the generation; keep the copies if it is unchanged, else start afresh."""
         started = self._clock.monotonic()
-        if view is not None and started - view.checked_at <= self._bound:
-            self._views.move_to_end(org_id)
-            return view
         async with db.statement() as connection:
             current = await audit_repo.generation_of(connection, org_id)
         view = self._views.get(org_id)  # re-read: an announcement may have dropped it
