@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import secrets
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -96,8 +97,14 @@ async def test_jti_claims_group_commit_a_burst_shares_transactions(
         if statement.lstrip().upper().startswith("INSERT INTO JTI_CLAIMS"):
             inserts.append(statement)
 
+    def trace(connection: sqlite3.Connection) -> sqlite3.Connection:
+        connection.set_trace_callback(lambda statement: record(None, None, statement))
+        return connection
+
     guard, names = DatabaseReplayGuard(database, clock), [key() for _ in range(64)]
     expires_at = clock.time() + 60
+    if database.dialect == "sqlite":  # claims go through the direct connection
+        await database.write_directly(trace)
     event.listen(database.engine.sync_engine, "before_cursor_execute", record)
     try:
         won = await asyncio.gather(

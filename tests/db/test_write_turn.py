@@ -4,6 +4,7 @@ sleep in SQLite's busy handler; the wait is bounded. PostgreSQL writers run conc
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -69,3 +70,69 @@ async def test_sqlite_write_turn_wait_bounded_then_503(
         await holder
     async with database.transaction():  # the turn is free again
         pass
+
+
+async def test_sqlite_direct_write_takes_the_writer_turn(sqlite_database: Database) -> None:
+    """`write_directly` (one thread hop a transaction) waits for this process's other
+    writers like any transaction, and commits."""
+    database = sqlite_database
+    order: list[str] = []
+    release = asyncio.Event()
+
+    async def hold() -> None:
+        async with database.transaction():
+            order.append("transaction")
+            await release.wait()
+
+    def write(connection: sqlite3.Connection) -> int:
+        order.append("direct")
+        connection.execute("INSERT INTO jti_claims (key, expires_at) VALUES ('turn', 1)")
+        return 7
+
+    holder = asyncio.ensure_future(hold())
+    await asyncio.sleep(0.05)
+    direct = asyncio.ensure_future(database.write_directly(write))
+    await asyncio.sleep(0.05)
+    assert order == ["transaction"]
+    release.set()
+
+    assert await direct == 7
+    await holder
+    assert order == ["transaction", "direct"]
+    async with database.statement() as connection:
+        kept = await connection.exec_driver_sql("SELECT count(*) FROM jti_claims WHERE key='turn'")
+        assert kept.scalar_one() == 1
+
+
+async def test_sqlite_direct_write_rolls_back_on_error(sqlite_database: Database) -> None:
+    database = sqlite_database
+
+    def fail_halfway(connection: sqlite3.Connection) -> None:
+        connection.execute("INSERT INTO jti_claims (key, expires_at) VALUES ('half', 1)")
+        raise RuntimeError("halfway")
+
+    with pytest.raises(RuntimeError):
+        await database.write_directly(fail_halfway)
+
+    async with database.statement() as connection:
+        kept = await connection.exec_driver_sql("SELECT count(*) FROM jti_claims WHERE key='half'")
+        assert kept.scalar_one() == 0
+    assert await database.write_directly(lambda c: c.execute("SELECT 1").fetchone()) == (1,)
+
+
+async def test_sqlite_direct_write_locked_database_is_503(sqlite_database: Database) -> None:
+    """Another process holding the write lock past the busy timeout: 503, not a 500."""
+    database = sqlite_database
+    await database.write_directly(lambda c: c.execute("PRAGMA busy_timeout=100"))
+    other = sqlite3.connect(database.engine.url.database or "", isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    try:
+
+        def never(connection: sqlite3.Connection) -> None:
+            raise AssertionError("ran while another process held the lock")
+
+        with pytest.raises(Unavailable):
+            await database.write_directly(never)
+    finally:
+        other.execute("ROLLBACK")
+        other.close()

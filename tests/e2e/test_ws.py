@@ -172,6 +172,23 @@ async def test_ws_jwt_replayed_jti_on_handshake_409(server: Server, customer: Cu
     assert body["error"]["message"] == "jti replayed"
 
 
+async def test_ws_jwt_replayed_on_ended_conversation_replay_error_wins(
+    server: Server, customer: Customer
+) -> None:
+    """The `jti` claim and the conversation's status read run side by side on a handshake;
+    when both refuse, the claim's error is the answer, as when they ran in turn."""
+    token = customer.jwt("ended-then-replayed")
+    async with connect(f"{server.ws}/v1/sts/ws?jwt={token}") as ws:
+        await configure(ws, customer.agent)
+    ended = await customer.api.post("/v1/conversations/ended-then-replayed/end")
+    assert ended.status_code == 200, ended.text
+    fresh = customer.jwt("ended-then-replayed")
+
+    await expect_refusal(f"{server.ws}/v1/sts/ws?jwt={fresh}", 409, "conversation_ended")
+    await expect_refusal(f"{server.ws}/v1/sts/ws?jwt={token}", 409, "jti_replayed")
+    await expect_refusal(f"{server.ws}/v1/sts/ws?jwt={fresh}", 409, "jti_replayed")
+
+
 async def test_ws_jwt_expired_401(server: Server, customer: Customer) -> None:
     token = customer.jwt("old", ttl=60, clock=_Shifted(-200))
     body = await expect_refusal(f"{server.ws}/v1/sts/ws?jwt={token}", 401, "token_expired")

@@ -79,6 +79,14 @@ ApiKeyActor = Annotated[Actor, Depends(get_api_key_actor)]
 ConversationId = Annotated[Label, Path(alias="id", description="The conversation's ID.")]
 
 
+async def get_credential(request: Request) -> str:
+    """The one credential of a REST request, unproven (`Authorization: Bearer`)."""
+    return presented_credential(request.headers.getlist("authorization"))
+
+
+Credential = Annotated[str, Depends(get_credential)]
+
+
 async def get_conversation_principal(
     request: Request, ctx: Ctx, conversation_id: ConversationId
 ) -> Principal:

@@ -19,6 +19,12 @@ from sqlalchemy.ext.asyncio import (
 from parley.db.errors import breaks_connection
 
 SQLITE_BUSY_TIMEOUT_MS = 10_000
+SQLITE_READ_POOL = 20
+"""Pooled connections of the SQLite read engine (and as many more in overflow). With
+SQLAlchemy's default of 5, 32 concurrent readers opened and closed about 150 connections a
+second (a thread, the file, the pragmas and the schema each time): the JWT handshake and
+the fresh-`jti` read spent their time there (docs/performance.md). A pooled reader costs an
+idle thread and its page cache."""
 
 SINGLE_STATEMENT = "parley_single_statement"
 """Execution option of a connection that runs one statement outside any transaction."""
@@ -59,8 +65,11 @@ def create_engine(
     # of credentials), so neither the SQL log nor a driver error's text may show them.
     bounds = timeouts or Timeouts()
     if url.startswith("sqlite"):
+        pool = (
+            {"pool_size": SQLITE_READ_POOL, "max_overflow": SQLITE_READ_POOL} if read_only else {}
+        )
         engine = create_async_engine(
-            url, echo=echo, hide_parameters=True, connect_args={"timeout": 30}
+            url, echo=echo, hide_parameters=True, connect_args={"timeout": 30}, **pool
         )
         _configure_sqlite(engine, read_only=read_only)
     else:
@@ -123,6 +132,19 @@ def _replace_closed_connections(engine: AsyncEngine) -> None:
             raise DisconnectionError("the server closed this pooled connection")
 
 
+def configure_sqlite_connection(connection: Any, *, read_only: bool) -> None:
+    """WAL, foreign keys, the busy timeout and NORMAL sync (safe in WAL mode) on a DB-API
+    connection; `read_only`: it refuses every write."""
+    cursor = connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    if read_only:
+        cursor.execute("PRAGMA query_only=ON")
+    cursor.close()
+
+
 def _configure_sqlite(engine: AsyncEngine, *, read_only: bool) -> None:
     sync_engine = engine.sync_engine
 
@@ -130,14 +152,7 @@ def _configure_sqlite(engine: AsyncEngine, *, read_only: bool) -> None:
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
         # Let SQLAlchemy, not the sqlite3 module, decide when transactions begin.
         dbapi_connection.isolation_level = None
-        cursor = dbapi_connection.cursor()
-        cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.execute("PRAGMA foreign_keys=ON")
-        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
-        cursor.execute("PRAGMA synchronous=NORMAL")
-        if read_only:
-            cursor.execute("PRAGMA query_only=ON")
-        cursor.close()
+        configure_sqlite_connection(dbapi_connection, read_only=read_only)
 
     @event.listens_for(sync_engine, "begin")
     def _on_begin(connection: Connection) -> None:

@@ -9,17 +9,20 @@ Group commit: the claims that arrive while a claim transaction runs wait for the
 which records them all with one statement. Every claim still answers only after its record
 is committed (as durable as one transaction each), but a burst of new tokens costs one
 write-lock acquisition on SQLite instead of one each, and never a busy wait between claims
-of this process (docs/performance.md, issue #11).
+of this process (docs/performance.md, issue #11). On SQLite the transaction runs on the
+database's direct connection (`Database.write_directly`): one thread hop for `BEGIN`, the
+upsert and `COMMIT` (issue #23).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import sqlite3
 from dataclasses import dataclass, field
 
 from sqlalchemy import delete
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.dialects import postgresql
 
 from parley.clock import Clock
 from parley.db.database import Database
@@ -27,6 +30,14 @@ from parley.db.tables import JtiClaimRow
 
 MAX_BATCH = 500
 """Keys per statement: two bound values each, well inside SQLite's variable limit."""
+
+_SQLITE_CLAIM = (
+    "INSERT INTO jti_claims (key, expires_at) VALUES {rows} "
+    "ON CONFLICT (key) DO UPDATE SET expires_at = excluded.expires_at "
+    "WHERE jti_claims.expires_at <= ? RETURNING key"
+)
+"""The upsert below, written out for SQLite's direct connection (`Database.write_directly`):
+one thread hop for the whole claim transaction."""
 
 log = logging.getLogger(__name__)
 
@@ -99,8 +110,11 @@ class DatabaseReplayGuard:
         first: dict[str, float] = {}
         for waiting in batch:
             first.setdefault(waiting.key, waiting.expires_at)
+        if self._db.dialect == "sqlite":
+            pairs = list(first.items())
+            return await self._db.write_directly(lambda c: _claim_on_sqlite(c, pairs, now))
         rows = [{"key": key, "expires_at": at} for key, at in first.items()]
-        insert = postgresql.insert if self._db.dialect == "postgresql" else sqlite.insert
+        insert = postgresql.insert
         claimed: set[str] = set()
         async with self._db.transaction() as session:
             for start in range(0, len(rows), MAX_BATCH):
@@ -120,3 +134,15 @@ class DatabaseReplayGuard:
                 delete(JtiClaimRow).where(JtiClaimRow.expires_at <= self._clock.time())
             )
         return int(getattr(result, "rowcount", 0) or 0)
+
+
+def _claim_on_sqlite(
+    connection: sqlite3.Connection, pairs: list[tuple[str, float]], now: float
+) -> set[str]:
+    claimed: set[str] = set()
+    for start in range(0, len(pairs), MAX_BATCH):
+        chunk = pairs[start : start + MAX_BATCH]
+        statement = _SQLITE_CLAIM.format(rows=", ".join(["(?, ?)"] * len(chunk)))
+        values = [value for pair in chunk for value in pair]
+        claimed.update(key for (key,) in connection.execute(statement, [*values, now]))
+    return claimed

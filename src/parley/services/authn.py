@@ -21,9 +21,10 @@ Rules:
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 from parley import credentials, jwt
 from parley.credentials import CredentialKind
@@ -82,6 +83,7 @@ async def authenticate(
     accepts: frozenset[CredentialKind] = ANY_KIND,
     conversation_id: str | None = None,
     token_names_conversation: bool = False,
+    while_admitting: Callable[[str, str], Awaitable[None]] | None = None,
 ) -> Principal:
     """Prove a credential and return its principal, or raise (rules 3 to 5).
 
@@ -90,6 +92,9 @@ async def authenticate(
     against its rate limit, its `jti` is spent) only for `conversation_id`, or, with
     `token_names_conversation` (a WebSocket without `?conversation_id=`), for the one it
     names; with neither, a valid JWT is 403 `insufficient_scope`.
+
+    `while_admitting(org_id, conversation_id)`: a check that runs beside a JWT's admission
+    (its `jti` claim waits for a group commit) instead of after it; admission's error wins.
     """
     kind = credentials.classify(credential)
     if kind == "jwt":
@@ -99,12 +104,16 @@ async def authenticate(
             accessed = verified.conversation_id
         if "jwt" not in accepts or accessed is None:
             raise InsufficientScope()
-        await jwt.admit(
+        admission = jwt.admit(
             verified,
             conversation_id=accessed,
             limiter=ctx.jwt.rate_limiter,
             replay_guard=ctx.jwt.replay_guard,
         )
+        if while_admitting is None:
+            await admission
+        else:
+            await _side_by_side(admission, while_admitting(verified.org_id, accessed))
         return Principal(
             kind="jwt",
             org_id=verified.org_id,
@@ -118,6 +127,14 @@ async def authenticate(
     if principal.kind not in accepts:
         raise InsufficientScope()
     return principal
+
+
+async def _side_by_side(first: Awaitable[None], second: Awaitable[None]) -> None:
+    """Await both at once; raise the first one's error if both fail."""
+    outcomes = await asyncio.gather(first, second, return_exceptions=True)
+    for outcome in outcomes:
+        if isinstance(outcome, BaseException):
+            raise outcome
 
 
 async def _opaque_principal(

@@ -12,7 +12,7 @@ from parley.api.deps import (
     ApiKeyPrincipal,
     ConversationId,
     ConversationManager,
-    ConversationPrincipal,
+    Credential,
     Ctx,
     CursorParam,
     LimitParam,
@@ -26,8 +26,7 @@ from parley.api.schemas import (
     SuccessOut,
     error_responses,
 )
-from parley.errors import InsufficientScope
-from parley.services import conversations
+from parley.services import conversation_read, conversations
 from parley.text import Label
 
 router = APIRouter(prefix="/v1/conversations", tags=["conversations"])
@@ -101,15 +100,10 @@ async def end_conversation(
     responses=error_responses(401, 403, 404, 409, 429, 503),
 )
 async def get_conversation(
-    ctx: Ctx, principal: ConversationPrincipal, conversation_id: ConversationId
+    ctx: Ctx, credential: Credential, conversation_id: ConversationId
 ) -> ConversationEnvelope:
     """Return a conversation and its items (API key, session token, or its own JWT)."""
-    if not principal.may_access(conversation_id):
-        raise InsufficientScope()
-    conversation = await conversations.get_conversation(
-        ctx,
-        org_id=principal.org_id,
-        conversation_id=conversation_id,
-        by_jwt=principal.kind == "jwt",
+    _principal, conversation = await conversation_read.read_conversation(
+        ctx, credential, conversation_id
     )
     return ConversationEnvelope(conversation=conversation_out(conversation))

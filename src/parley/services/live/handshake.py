@@ -47,14 +47,21 @@ async def open_handshake(
     credential = presented_credential(
         authorization, query_jwt=query_jwt, query_session_token=query_session_token
     )
+
+    async def can_open(org_id: str, accessed: str) -> None:
+        await conversations.check_can_open(  # a JWT's conversation is created on first use
+            ctx, org_id=org_id, conversation_id=accessed, missing_ok=True
+        )
+
     principal = await authenticate(
-        ctx, credential, conversation_id=conversation_id, token_names_conversation=True
+        ctx,
+        credential,
+        conversation_id=conversation_id,
+        token_names_conversation=True,
+        while_admitting=can_open,  # the status read beside the `jti` claim
     )
     if principal.token is not None:
         accessed = principal.token.conversation_id if conversation_id is None else conversation_id
-        await conversations.check_can_open(  # a JWT's conversation is created on first use
-            ctx, org_id=principal.org_id, conversation_id=accessed, missing_ok=True
-        )
         expires_at = principal.token.exp + jwt.SKEW_SECONDS
         return await _watchable(ctx, Handshake(principal, accessed, True, expires_at, None))
     if conversation_id is None:
