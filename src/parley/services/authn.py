@@ -129,12 +129,21 @@ async def authenticate(
     return principal
 
 
-async def _side_by_side(first: Awaitable[None], second: Awaitable[None]) -> None:
-    """Await both at once; raise the first one's error if both fail."""
-    outcomes = await asyncio.gather(first, second, return_exceptions=True)
-    for outcome in outcomes:
-        if isinstance(outcome, BaseException):
-            raise outcome
+async def _side_by_side(admission: Awaitable[None], check: Awaitable[None]) -> None:
+    """Run `admission` in a task while `check` runs here; raise admission's error first.
+
+    The check starts at once in this task (no loop turn's delay for the common case of an
+    admission that never waits); the admission task starts on the next turn."""
+    admitting = asyncio.ensure_future(admission)
+    try:
+        await check
+    except asyncio.CancelledError:
+        admitting.cancel()
+        raise
+    except Exception:
+        await admitting  # its error, if any, is the answer
+        raise
+    await admitting
 
 
 async def _opaque_principal(
