@@ -136,3 +136,22 @@ async def test_sqlite_direct_write_locked_database_is_503(sqlite_database: Datab
     finally:
         other.execute("ROLLBACK")
         other.close()
+
+
+async def test_sqlite_direct_write_uses_the_engines_file_uri_included(
+    sqlite_template: Path, tmp_path: Path
+) -> None:
+    """The direct connection opens what the engine opens, a `file:` URI with its options
+    too: its write is read back through the engine."""
+    url = databases.sqlite_copy(sqlite_template, tmp_path)
+    path = url.removeprefix("sqlite+aiosqlite:///")
+    db = Database.from_url(f"sqlite+aiosqlite:///file:{path}?mode=rw&uri=true")
+    try:
+        await db.write_directly(
+            lambda c: c.execute("INSERT INTO jti_claims (key, expires_at) VALUES ('uri', 1)")
+        )
+        async with db.statement() as connection:
+            kept = await connection.exec_driver_sql("SELECT key FROM jti_claims")
+            assert kept.scalars().all() == ["uri"]
+    finally:
+        await db.dispose()

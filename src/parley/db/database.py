@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager, contextmanager
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker
 
@@ -166,9 +166,10 @@ class Database:
             if self.dialect != "sqlite":
                 raise TypeError("write_directly is for SQLite only")
             executor = ThreadPoolExecutor(1, thread_name_prefix="parley-sqlite-direct")
-            path = self.engine.url.database or ""
+            # The engine's own reading of its URL: the same file, `uri=` and `mode=` included.
+            args, kwargs = self.engine.dialect.create_connect_args(self.engine.url)
             connection = await asyncio.get_running_loop().run_in_executor(
-                executor, _open_direct, path
+                executor, _open_direct, args, kwargs
             )
             if self._direct is None:
                 self._direct = (executor, connection)
@@ -259,8 +260,9 @@ class Database:
             await self.read_engine.dispose()
 
 
-def _open_direct(path: str) -> sqlite3.Connection:
-    connection = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=True)
+def _open_direct(args: Sequence[Any], kwargs: Mapping[str, Any]) -> sqlite3.Connection:
+    options = {**kwargs, "timeout": 30, "isolation_level": None, "check_same_thread": True}
+    connection: sqlite3.Connection = sqlite3.connect(*args, **options)
     configure_sqlite_connection(connection, read_only=False)
     return connection
 
