@@ -155,3 +155,26 @@ async def test_sqlite_direct_write_uses_the_engines_file_uri_included(
             assert kept.scalars().all() == ["uri"]
     finally:
         await db.dispose()
+
+
+async def test_sqlite_direct_write_failed_commit_leaves_no_transaction(
+    sqlite_database: Database,
+) -> None:
+    """A COMMIT that fails (here a deferred foreign key) rolls back; the next direct write
+    starts a transaction of its own instead of meeting the failed one."""
+    database = sqlite_database
+
+    def orphan_project(connection: sqlite3.Connection) -> None:
+        connection.execute("PRAGMA defer_foreign_keys=ON")
+        connection.execute(
+            "INSERT INTO projects (id, org_id, name, created_at) "
+            "VALUES ('proj_orphan', 'org_missing', 'orphan', '2026-01-01 00:00:00')"
+        )
+
+    with pytest.raises(Exception, match="FOREIGN KEY"):
+        await database.write_directly(orphan_project)
+
+    assert await database.write_directly(lambda c: c.execute("SELECT 1").fetchone()) == (1,)
+    async with database.statement() as connection:
+        kept = await connection.exec_driver_sql("SELECT count(*) FROM projects WHERE name='orphan'")
+        assert kept.scalar_one() == 0

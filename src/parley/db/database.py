@@ -171,11 +171,7 @@ class Database:
             connection = await asyncio.get_running_loop().run_in_executor(
                 executor, _open_direct, args, kwargs
             )
-            if self._direct is None:
-                self._direct = (executor, connection)
-            else:  # another task opened one meanwhile
-                executor.submit(connection.close)
-                executor.shutdown(wait=False)
+            self._direct = (executor, connection)  # opened in the writer turn: only once
         return self._direct
 
     @asynccontextmanager
@@ -271,10 +267,13 @@ def _in_transaction(connection: sqlite3.Connection, work: Callable[[sqlite3.Conn
     connection.execute("BEGIN IMMEDIATE")
     try:
         result = work(connection)
+        connection.execute("COMMIT")
     except BaseException:
-        connection.execute("ROLLBACK")
+        # A failed COMMIT (a deferred constraint, a full disk) can leave the transaction
+        # open: the connection must not keep it for the next write.
+        if connection.in_transaction:
+            connection.execute("ROLLBACK")
         raise
-    connection.execute("COMMIT")
     return result
 
 
