@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from contextlib import asynccontextmanager
 
 import pytest
@@ -220,98 +220,91 @@ async def _value() -> str:
     return "value"
 
 
-async def test_read_model_generation_checked_ahead_without_waiting(
-    ctx: Context, tenant: Tenant
-) -> None:
-    """Past REFRESH_AHEAD of the bound, a read is served from memory while the next check
-    runs beside it; past the bound, a read waits for the check."""
+@dataclasses.dataclass
+class Gated:
+    """A read model holding one entry, whose next generation check waits at `db.gate`."""
+
+    clock: ManualClock
+    model: ReadModel
+    db: GatedDatabase
+    org_id: str
+
+    def read(self) -> Awaitable[str]:
+        return self.model.get(self.db, self.org_id, "k", _value)
+
+
+@pytest.fixture
+async def gated(ctx: Context, tenant: Tenant) -> AsyncIterator[Gated]:
     clock = ManualClock()
     model = ReadModel(clock=clock)
     db = GatedDatabase(ctx.db)
     db.gate.set()
     await model.get(db, tenant.org.id, "k", _value)
     db.gate.clear()
+    yield Gated(clock, model, db, tenant.org.id)
+    db.gate.set()
+    await model.aclose()
 
-    clock.advance(BOUND_SECONDS * (REFRESH_AHEAD + 0.25))
-    served = await asyncio.wait_for(model.get(db, tenant.org.id, "k", _value), 1)
+
+async def test_read_model_generation_checked_ahead_without_waiting(gated: Gated) -> None:
+    """Past REFRESH_AHEAD of the bound, a read is served from memory while the next check
+    runs beside it; past the bound, a read waits for the check."""
+    gated.clock.advance(BOUND_SECONDS * (REFRESH_AHEAD + 0.25))
+    served = await asyncio.wait_for(gated.read(), 1)
 
     assert served == "value"
     await asyncio.sleep(0)
-    assert db.checks == 2  # the check started ahead, held at the gate
-    clock.advance(BOUND_SECONDS)  # past the bound: the read waits for that check
-    waiting = asyncio.ensure_future(model.get(db, tenant.org.id, "k", _value))
+    assert gated.db.checks == 2  # the check started ahead, held at the gate
+    gated.clock.advance(BOUND_SECONDS)  # past the bound: the read waits for that check
+    waiting = asyncio.ensure_future(gated.read())
     await asyncio.sleep(0.05)
     assert not waiting.done()
-    db.gate.set()
+    gated.db.gate.set()
     assert await asyncio.wait_for(waiting, 1) == "value"
-    await model.aclose()
 
 
-async def test_read_model_generation_check_shared_by_waiting_reads(
-    ctx: Context, tenant: Tenant
-) -> None:
-    clock = ManualClock()
-    model = ReadModel(clock=clock)
-    db = GatedDatabase(ctx.db)
-    db.gate.set()
-    await model.get(db, tenant.org.id, "k", _value)
-    db.gate.clear()
-    clock.advance(BOUND_SECONDS + 1)
+async def test_read_model_generation_check_shared_by_waiting_reads(gated: Gated) -> None:
+    gated.clock.advance(BOUND_SECONDS + 1)
 
-    reads = [asyncio.ensure_future(model.get(db, tenant.org.id, "k", _value)) for _ in range(10)]
+    reads = [asyncio.ensure_future(gated.read()) for _ in range(10)]
     await asyncio.sleep(0.05)
-    db.gate.set()
+    gated.db.gate.set()
 
     assert await asyncio.wait_for(asyncio.gather(*reads), 1) == ["value"] * 10
-    assert db.checks == 2  # the first load's, then one for the ten reads
-    await model.aclose()
+    assert gated.db.checks == 2  # the first load's, then one for the ten reads
 
 
-async def test_read_model_cancelled_read_leaves_shared_check_running(
-    ctx: Context, tenant: Tenant
-) -> None:
-    clock = ManualClock()
-    model = ReadModel(clock=clock)
-    db = GatedDatabase(ctx.db)
-    db.gate.set()
-    await model.get(db, tenant.org.id, "k", _value)
-    db.gate.clear()
-    clock.advance(BOUND_SECONDS + 1)
+async def test_read_model_cancelled_read_leaves_shared_check_running(gated: Gated) -> None:
+    gated.clock.advance(BOUND_SECONDS + 1)
 
-    cancelled = asyncio.ensure_future(model.get(db, tenant.org.id, "k", _value))
-    kept = asyncio.ensure_future(model.get(db, tenant.org.id, "k", _value))
+    cancelled = asyncio.ensure_future(gated.read())
+    kept = asyncio.ensure_future(gated.read())
     await asyncio.sleep(0.05)
     cancelled.cancel()
-    db.gate.set()
+    gated.db.gate.set()
 
     assert await asyncio.wait_for(kept, 1) == "value"
-    assert db.checks == 2
-    await model.aclose()
+    assert gated.db.checks == 2
 
 
 async def test_read_model_failed_ahead_check_retried_by_next_read(
-    ctx: Context, tenant: Tenant, caplog: pytest.LogCaptureFixture
+    gated: Gated, caplog: pytest.LogCaptureFixture
 ) -> None:
     """A check started ahead that fails costs nothing: the read was already served, and
     the first read past the bound runs its own."""
-    clock = ManualClock()
-    model = ReadModel(clock=clock)
-    db = GatedDatabase(ctx.db)
-    db.gate.set()
-    await model.get(db, tenant.org.id, "k", _value)
-    db.failing = True
-    clock.advance(BOUND_SECONDS * (REFRESH_AHEAD + 0.25))
+    gated.db.gate.set()
+    gated.db.failing = True
+    gated.clock.advance(BOUND_SECONDS * (REFRESH_AHEAD + 0.25))
 
-    assert await model.get(db, tenant.org.id, "k", _value) == "value"
+    assert await gated.read() == "value"
     await asyncio.sleep(0.01)  # the check ahead fails
-    assert db.checks == 2
-    db.failing = False
-    clock.advance(BOUND_SECONDS)
+    assert gated.db.checks == 2
+    gated.db.failing = False
+    gated.clock.advance(BOUND_SECONDS)
 
-    assert await model.get(db, tenant.org.id, "k", _value) == "value"
-    assert db.checks == 3
+    assert await gated.read() == "value"
+    assert gated.db.checks == 3
     assert "never retrieved" not in caplog.text
-    await model.aclose()
 
 
 async def _get(here: Context, tenant: Tenant, agent: Agent) -> Agent:

@@ -157,8 +157,10 @@ class ReadModel:
     def _checked(self, org_id: str, task: asyncio.Task[_OrgView]) -> None:
         if self._checks.get(org_id) is task:
             del self._checks[org_id]
-        if not task.cancelled():
-            task.exception()  # retrieved: a failed check started ahead is retried on use
+        if not task.cancelled() and (error := task.exception()) is not None:
+            # A read waiting for it answers with the error; one started ahead is retried
+            # by the first read past the bound.
+            log.warning("read model: generation check failed: %s", type(error).__name__)
 
     async def _confirm(self, db: Database, org_id: str) -> _OrgView:
         """Read the generation; keep the copies if it is unchanged, else start afresh."""
