@@ -134,8 +134,8 @@ def create_app(
     install_docs(app)
     install_examples(app)
     log_hygiene.install()
+    app.router.routes.insert(0, health.route)  # served bare: no FastAPI machinery
     routers = (
-        health.router,
         api_keys.router,
         audit_events.router,
         projects.router,
@@ -154,7 +154,7 @@ def create_app(
         app.include_router(router)
 
     def openapi() -> dict[str, Any]:
-        return build_openapi(app)
+        return build_openapi(app, unmounted=(health.described,))
 
     app.openapi = openapi  # type: ignore[method-assign]
     install_dashboard(app, secure_cookies=settings.public_url.startswith("https://"))

@@ -216,6 +216,22 @@ async def test_health_needs_no_credential(client: httpx.AsyncClient) -> None:
     assert response.json()["status"] == "ok"
 
 
+async def test_health_served_bare_still_documented_and_enveloped(
+    client: httpx.AsyncClient,
+) -> None:
+    """`GET /health` is a plain Starlette route: the OpenAPI document still describes it
+    (its model, its 503), and a wrong method still gets the error envelope."""
+    response = await client.get("/health")
+    assert response.headers["content-type"] == "application/json"
+    assert set(response.json()) == {"status", "database"}
+    operation = (await client.get("/openapi.json")).json()["paths"]["/health"]["get"]
+    assert operation["operationId"] == "get_health_health_get"
+    ok = operation["responses"]["200"]["content"]["application/json"]["schema"]
+    assert ok["$ref"].endswith("/HealthOut")
+    assert "503" in operation["responses"]
+    assert_error(await client.post("/health"), 405, "method_not_allowed")
+
+
 async def test_openapi_describes_every_endpoint_with_error_bodies(
     client: httpx.AsyncClient,
 ) -> None:

@@ -9,6 +9,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from parley.db.database import Database
+from parley.db.session import DirectConnection
 
 pytestmark = pytest.mark.anyio
 
@@ -36,3 +37,22 @@ async def test_check_writable_failure_reaches_every_caller(database: Database) -
         *(database.check_writable("refused", refuse) for _ in range(3)), return_exceptions=True
     )
     assert all(isinstance(result, Exception) for result in results), results
+
+
+async def test_check_writable_on_sqlite_writes_directly(database: Database) -> None:
+    """With `directly` given, SQLite's probe is one direct write (one thread hop);
+    PostgreSQL's is the transaction."""
+    ran: list[str] = []
+
+    async def write(session: AsyncSession) -> None:
+        ran.append("transaction")
+        await session.execute(text("SELECT 1"))
+
+    def directly(core: DirectConnection) -> None:
+        ran.append("direct")
+        core.execute(text("SELECT 1"))
+
+    await asyncio.gather(
+        *(database.check_writable("both", write, directly=directly) for _ in range(5))
+    )
+    assert ran == (["direct"] if database.dialect == "sqlite" else ["transaction"])

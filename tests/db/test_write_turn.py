@@ -6,13 +6,19 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
 from tests import databases
 
 from parley.db import database as database_module
 from parley.db.database import Database
+from parley.db.repos import instances as instance_repo
+from parley.db.session import DirectConnection
+from parley.db.tables import InstanceRow
 from parley.errors import Unavailable
 
 pytestmark = pytest.mark.anyio
@@ -178,3 +184,75 @@ async def test_sqlite_direct_write_failed_commit_leaves_no_transaction(
     async with database.statement() as connection:
         kept = await connection.exec_driver_sql("SELECT count(*) FROM projects WHERE name='orphan'")
         assert kept.scalar_one() == 0
+
+
+async def test_sqlite_core_direct_write_stores_what_the_engine_stores(
+    sqlite_database: Database,
+) -> None:
+    """`write_core_directly` runs a repository's Core statement unchanged: the timestamp it
+    stores is the text the async engine stores, and reads back as the same aware time."""
+    database = sqlite_database
+    at = datetime(2026, 11, 28, 6, 30, 1, 123456, tzinfo=UTC)
+    async with database.transaction() as session:
+        await instance_repo.register(session, "inst_engine", at=at)
+        await instance_repo.register(session, "inst_direct", at=at - timedelta(days=1))
+
+    renewed = await database.write_core_directly(
+        lambda core: instance_repo.beat_directly(core, "inst_direct", at=at)
+    )
+    missing = await database.write_core_directly(
+        lambda core: instance_repo.beat_directly(core, "inst_gone", at=at)
+    )
+
+    assert (renewed, missing) == (True, False)
+    async with database.statement() as connection:
+        rows = await connection.exec_driver_sql(
+            "SELECT id, heartbeat_at FROM instances ORDER BY id"
+        )
+        stored = {row[0]: row[1] for row in rows}
+    assert stored["inst_direct"] == stored["inst_engine"] == "2026-11-28 06:30:01.123456"
+    async with database.read() as session:
+        assert await _heartbeat_of(session, "inst_direct") == at
+
+
+async def test_sqlite_core_direct_write_rolls_back_on_error_and_takes_the_turn(
+    sqlite_database: Database,
+) -> None:
+    database = sqlite_database
+    at = datetime(2026, 11, 28, tzinfo=UTC)
+    async with database.transaction() as session:
+        await instance_repo.register(session, "inst_kept", at=at)
+    order: list[str] = []
+    release = asyncio.Event()
+
+    async def hold() -> None:
+        async with database.transaction():
+            order.append("transaction")
+            await release.wait()
+
+    def fail_halfway(core: DirectConnection) -> None:
+        order.append("direct")
+        instance_repo.beat_directly(core, "inst_kept", at=at + timedelta(hours=1))
+        raise RuntimeError("halfway")
+
+    holder = asyncio.ensure_future(hold())
+    await asyncio.sleep(0.05)
+    direct = asyncio.ensure_future(database.write_core_directly(fail_halfway))
+    await asyncio.sleep(0.05)
+    assert order == ["transaction"]
+    release.set()
+    with pytest.raises(RuntimeError):
+        await direct
+    await holder
+
+    assert order == ["transaction", "direct"]
+    async with database.read() as session:
+        assert await _heartbeat_of(session, "inst_kept") == at
+    # The direct connection left no transaction open: the raw path still writes.
+    assert await database.write_directly(lambda c: c.execute("SELECT 1").fetchone()) == (1,)
+
+
+async def _heartbeat_of(session: AsyncSession, instance_id: str) -> datetime | None:
+    return await session.scalar(
+        select(InstanceRow.heartbeat_at).where(InstanceRow.id == instance_id)
+    )

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
+from starlette.routing import BaseRoute
 
 PUBLIC_PATHS = {"/health", "/v1/telephony/twilio/voice"}
 """Paths without a bearer credential (the carrier's voice webhook is signed instead)."""
@@ -68,12 +70,19 @@ and error body.
 """
 
 
-def build_openapi(app: FastAPI) -> dict[str, Any]:
-    """Return the OpenAPI schema, built once and cached on the app."""
+def build_openapi(app: FastAPI, *, unmounted: Sequence[BaseRoute] = ()) -> dict[str, Any]:
+    """Return the OpenAPI schema, built once and cached on the app.
+
+    `unmounted` describes operations that a plain Starlette route serves (`GET /health`),
+    which FastAPI cannot document by itself.
+    """
     if app.openapi_schema:
         return app.openapi_schema
     schema = get_openapi(
-        title=app.title, version=app.version, description=app.description, routes=app.routes
+        title=app.title,
+        version=app.version,
+        description=app.description,
+        routes=[*unmounted, *app.routes],
     )
     schema["info"]["description"] = (schema["info"].get("description") or "") + (
         WEBSOCKET_DESCRIPTION

@@ -3,13 +3,15 @@
 Services receive a session from `Database.transaction()` or `Database.read()` (or a
 connection from `Database.statement()`) and hand it to repositories; they never use it
 themselves, so they need no SQLAlchemy import. A repository function that runs one Core
-statement takes either (`Reader`).
+statement takes either (`Reader`). On SQLite a small hot write can run as one thread hop
+on a synchronous `DirectConnection` (`Database.write_core_directly`).
 """
 
+from sqlalchemy import Connection as DirectConnection
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.ext.asyncio import AsyncSession as Session
 
 Reader = Session | AsyncConnection
 """Where a one-statement read can run: a transaction's session or a bare connection."""
 
-__all__ = ["Reader", "Session"]
+__all__ = ["DirectConnection", "Reader", "Session"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from parley.clock import utcnow
 from parley.db.repos import instances as instance_repo
-from parley.db.session import Session
+from parley.db.session import DirectConnection, Session
 from parley.services.context import Context
 
 
@@ -22,6 +22,10 @@ async def check(ctx: Context) -> str:
     async def beat(session: Session) -> None:
         await instance_repo.beat(session, ctx.instance.id, at=utcnow(ctx.clock))
 
-    await ctx.db.check_writable("heartbeat", beat)  # a burst of checks shares one write
+    def beat_directly(core: DirectConnection) -> None:
+        instance_repo.beat_directly(core, ctx.instance.id, at=utcnow(ctx.clock))
+
+    # A burst of checks shares one write.
+    await ctx.db.check_writable("heartbeat", beat, directly=beat_directly)
     await ctx.store_health.check()
     return ctx.db.dialect

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import delete, update
+from sqlalchemy import Connection, Update, delete, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from parley.db.tables import InstanceRow
@@ -19,13 +19,22 @@ async def register(session: AsyncSession, instance_id: str, *, at: datetime) -> 
 
 async def beat(session: AsyncSession, instance_id: str, *, at: datetime) -> bool:
     """Renew the instance's lease; False if its row is gone (then register it again)."""
-    result = await session.execute(
+    result = await session.execute(_beat(instance_id, at))
+    return bool(getattr(result, "rowcount", 0))
+
+
+def beat_directly(core: Connection, instance_id: str, *, at: datetime) -> bool:
+    """`beat` on a synchronous connection (`Database.write_core_directly`)."""
+    return bool(core.execute(_beat(instance_id, at)).rowcount)
+
+
+def _beat(instance_id: str, at: datetime) -> Update:
+    return (
         update(InstanceRow)
         .where(InstanceRow.id == instance_id)
         .values(heartbeat_at=at)
         .execution_options(synchronize_session=False)
     )
-    return bool(getattr(result, "rowcount", 0))
 
 
 async def retire(session: AsyncSession, instance_id: str) -> None:
