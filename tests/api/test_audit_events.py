@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -9,6 +10,7 @@ from tests.api.helpers import assert_error
 from tests.types import MakeAgent, Tenant
 
 from parley.jwt import generate_key_pair
+from parley.services import Context, audit
 
 pytestmark = pytest.mark.anyio
 
@@ -170,3 +172,25 @@ async def test_audit_events_documented_in_openapi(tenant: Tenant) -> None:
     assert operation["responses"]["403"]["content"]["application/json"]["schema"] == {
         "$ref": "#/components/schemas/ErrorOut"
     }
+
+
+async def test_audit_chain_intact_under_concurrent_disables_enables_and_other_changes(
+    tenant: Tenant, make_agent: MakeAgent, ctx: Context
+) -> None:
+    """Disable and enable run as one direct hop on SQLite (`Database.transact`), beside
+    changes made in sessions: the organization's chain still has one event per change, in
+    one unforked sequence."""
+    api = tenant.client
+    agent = await make_agent(tenant)
+    path = f"/v1/agents/{agent['id']}"
+    before = len(await events(tenant, limit=100))
+    requests = [api.post(f"{path}/{verb}") for verb in ("disable", "enable") * 8]
+    requests += [api.post("/v1/api_keys", json={"name": f"k{n}"}) for n in range(6)]
+    answers = await asyncio.gather(*requests)
+    assert [answer.status_code for answer in answers] == [200] * 16 + [201] * 6
+    [report] = await audit.verify_chains(ctx, org_id=tenant.org.id)
+    assert report.ok, report.first_bad
+    recorded = await events(tenant, limit=100)
+    assert len(recorded) == before + 22
+    actions = [event["action"] for event in recorded[:22]]
+    assert sorted(set(actions)) == ["agent.disable", "agent.enable", "api_key.create"]

@@ -183,8 +183,12 @@ async def delete_agent(
 async def disable_agent(
     ctx: Context, *, org_id: str, ref: str, project: str | None, actor: Actor
 ) -> None:
-    """Disable an agent (idempotent): it starts no conversation and takes no update."""
-    async with ctx.db.transaction() as session:
+    """Disable an agent (idempotent): it starts no conversation and takes no update.
+
+    One unit of work that awaits nothing but its session, so on SQLite it is one thread
+    hop (`Database.transact`); so is `enable_agent`."""
+
+    async def disable(session: Session) -> None:
         agent = await find_agent(session, org_id, ref, project, for_update=True)
         changed = agent.disabled_at is None
         if changed:
@@ -192,18 +196,23 @@ async def disable_agent(
             await _announce(session, ctx, agent, "agent.disabled")
         await _record(session, ctx, agent, actor, "agent.disable", changed=changed)
 
+    await ctx.db.transact(disable)
+
 
 async def enable_agent(
     ctx: Context, *, org_id: str, ref: str, project: str | None, actor: Actor
 ) -> None:
     """Enable an agent again (idempotent)."""
-    async with ctx.db.transaction() as session:
+
+    async def enable(session: Session) -> None:
         agent = await find_agent(session, org_id, ref, project, for_update=True)
         changed = agent.disabled_at is not None
         if changed:
             await agent_repo.set_enabled(session, agent.id, at=utcnow(ctx.clock))
             await _announce(session, ctx, agent, "agent.enabled")
         await _record(session, ctx, agent, actor, "agent.enable", changed=changed)
+
+    await ctx.db.transact(enable)
 
 
 async def release_phone_numbers(
