@@ -19,7 +19,7 @@ from parley.db.database import Database
 from parley.db.repos import instances as instance_repo
 from parley.db.session import DirectConnection
 from parley.db.tables import InstanceRow
-from parley.errors import Unavailable
+from parley.errors import Conflict, Unavailable
 
 pytestmark = pytest.mark.anyio
 
@@ -256,3 +256,30 @@ async def _heartbeat_of(session: AsyncSession, instance_id: str) -> datetime | N
     return await session.scalar(
         select(InstanceRow.heartbeat_at).where(InstanceRow.id == instance_id)
     )
+
+
+async def test_sqlite_core_direct_write_failed_commit_leaves_no_transaction(
+    sqlite_database: Database,
+) -> None:
+    """As with `write_directly`: a COMMIT that fails rolls back, and the direct connection
+    (shared by both paths) starts the next write afresh."""
+    database = sqlite_database
+
+    def orphan_project(core: DirectConnection) -> None:
+        core.exec_driver_sql("PRAGMA defer_foreign_keys=ON")
+        core.exec_driver_sql(
+            "INSERT INTO projects (id, org_id, name, created_at) "
+            "VALUES ('proj_orphan', 'org_missing', 'orphan', '2026-01-01 00:00:00')"
+        )
+
+    with pytest.raises(Conflict):  # SQLAlchemy's IntegrityError, translated
+        await database.write_core_directly(orphan_project)
+
+    assert await database.write_directly(lambda c: c.execute("SELECT 1").fetchone()) == (1,)
+    assert (
+        await database.write_core_directly(lambda core: core.exec_driver_sql("SELECT 2").scalar())
+        == 2
+    )
+    async with database.statement() as connection:
+        kept = await connection.exec_driver_sql("SELECT count(*) FROM projects WHERE name='orphan'")
+        assert kept.scalar_one() == 0
