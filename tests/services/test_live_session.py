@@ -13,7 +13,9 @@ import ast
 import asyncio
 import dataclasses
 import json
+import time
 from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Protocol, Self
@@ -222,6 +224,13 @@ class Start(Protocol):
 @pytest.fixture
 async def start(ctx: Context) -> AsyncIterator[Start]:
     """Start sessions on memory sockets; any left running is stopped at the end."""
+    async with start_sessions(ctx) as begin:
+        yield begin
+
+
+@asynccontextmanager
+async def start_sessions(ctx: Context) -> AsyncIterator[Start]:
+    """`start` for a context of the test's own."""
     running: list[Live] = []
 
     async def begin(
@@ -377,17 +386,35 @@ async def test_session_token_revoked_closes_1008(ctx: Context, start: Start) -> 
     assert await live.status(conversation_id) == "ended"
 
 
-async def test_session_token_expiry_passed_closes_1008_token_expired(
-    ctx: Context, start: Start
-) -> None:
-    org = await make_org(ctx)
+class MovableClock:
+    """The real clock, moved ahead by `ahead` seconds."""
+
+    def __init__(self) -> None:
+        self.ahead = 0.0
+
+    def time(self) -> float:
+        return time.time() + self.ahead
+
+    def monotonic(self) -> float:
+        return time.monotonic()
+
+
+async def test_session_token_expiry_passed_closes_1008_token_expired(ctx: Context) -> None:
+    """The expiry passes once the conversation runs (the clock is moved past it), so the
+    watchdog's close never races the configuration (the socket's first tick is 0.5 s in:
+    a busy machine took longer than that to create the conversation)."""
+    clock = MovableClock()
+    moved = dataclasses.replace(ctx, clock=clock)
+    org = await make_org(moved)
     handshake = dataclasses.replace(
-        await api_key_handshake(ctx, org), expires_at=ctx.clock.time() - 1
+        await api_key_handshake(moved, org), expires_at=clock.time() + 3600
     )
-    live = await start(org=org, handshake=handshake)
-    conversation_id = await live.configure()
-    assert await live.closed() == (1008, "token expired")
-    assert await live.status(conversation_id) == "ended"
+    async with start_sessions(moved) as start:
+        live = await start(org=org, handshake=handshake)
+        conversation_id = await live.configure()
+        clock.ahead = 3601
+        assert await live.closed() == (1008, "token expired")
+        assert await live.status(conversation_id) == "ended"
 
 
 async def test_session_frame_over_1mib_closes_1009(start: Start) -> None:
