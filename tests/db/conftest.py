@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
+from tests import databases
 
 from parley.db.database import Database
 
@@ -13,6 +15,16 @@ from parley.db.database import Database
 async def database(database_url: str) -> AsyncIterator[Database]:
     """A Database on the migrated test database (SQLite or PostgreSQL), disposed after."""
     db = Database.from_url(database_url)
+    try:
+        yield db
+    finally:
+        await db.dispose()
+
+
+@pytest.fixture
+async def sqlite_database(sqlite_template: Path, tmp_path: Path) -> AsyncIterator[Database]:
+    """A Database on a copy of the migrated SQLite template, whatever the test databases."""
+    db = Database.from_url(databases.sqlite_copy(sqlite_template, tmp_path))
     try:
         yield db
     finally:

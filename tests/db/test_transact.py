@@ -5,13 +5,19 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
 
 import pytest
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from parley.db import database as database_module
 from parley.db.database import Database, after_commit, mark_changed
+from parley.db.direct import Unit, run_units
+from parley.db.session import DirectConnection
 from parley.db.tables import JtiClaimRow
+from parley.errors import NameTaken
 
 pytestmark = pytest.mark.anyio
 
@@ -98,3 +104,76 @@ async def test_transact_on_sqlite_refuses_a_unit_that_awaits_something_else(
     else:
         await database.transact(unit)
         assert await _claims(database, "waited") == 1
+
+
+async def test_transact_on_sqlite_units_arriving_together_share_one_batch_and_fail_alone(
+    sqlite_database: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Units queued while the writer is busy run as one batch (one hop, one transaction),
+    in order, each in its own savepoint: the one that fails (here a duplicate key, mapped
+    to its Conflict) rolls back alone."""
+    database = sqlite_database
+    batches: list[int] = []
+
+    def counted(core: DirectConnection, units: Sequence[Unit[Any]]) -> None:
+        batches.append(len(units))
+        run_units(core, units)
+
+    monkeypatch.setattr(database_module, "run_units", counted)
+    await database.transact(_claim("taken"))
+    release = asyncio.Event()
+
+    async def hold() -> None:
+        async with database.transaction():
+            await release.wait()
+
+    holder = asyncio.ensure_future(hold())
+    await asyncio.sleep(0.02)
+    first = asyncio.ensure_future(database.transact(_claim("first")))
+    duplicate = asyncio.ensure_future(
+        database.transact(_claim("taken"), {"jti_claims.key": NameTaken})
+    )
+    last = asyncio.ensure_future(database.transact(_claim("last")))
+    await asyncio.sleep(0.02)
+    release.set()
+    await holder
+
+    assert await first == "first"
+    with pytest.raises(NameTaken):
+        await duplicate
+    assert await last == "last"
+    assert batches == [1, 3]
+    assert [await _claims(database, key) for key in ("first", "taken", "last")] == [1, 1, 1]
+
+
+async def test_transact_on_sqlite_cancelled_before_its_batch_leaves_its_unit_unrun(
+    sqlite_database: Database,
+) -> None:
+    database = sqlite_database
+    release = asyncio.Event()
+
+    async def hold() -> None:
+        async with database.transaction():
+            await release.wait()
+
+    holder = asyncio.ensure_future(hold())
+    await asyncio.sleep(0.02)
+    cancelled = asyncio.ensure_future(database.transact(_claim("cancelled")))
+    kept = asyncio.ensure_future(database.transact(_claim("kept")))
+    await asyncio.sleep(0.02)
+    cancelled.cancel()
+    release.set()
+    await holder
+
+    assert await kept == "kept"
+    assert cancelled.cancelled()
+    assert (await _claims(database, "cancelled"), await _claims(database, "kept")) == (0, 1)
+
+
+def _claim(key: str) -> Callable[[AsyncSession], Awaitable[str]]:
+    async def unit(session: AsyncSession) -> str:
+        session.add(JtiClaimRow(key=key, expires_at=1.0))
+        await session.flush()
+        return key
+
+    return unit

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -41,15 +40,6 @@ async def test_sqlite_writers_take_turns(database: Database) -> None:
         assert most == 1
     else:
         assert most > 1  # PostgreSQL locks rows, not the database: no turn to wait for
-
-
-@pytest.fixture
-async def sqlite_database(sqlite_template: Path, tmp_path: Path) -> AsyncIterator[Database]:
-    db = Database.from_url(databases.sqlite_copy(sqlite_template, tmp_path))
-    try:
-        yield db
-    finally:
-        await db.dispose()
 
 
 async def test_sqlite_write_turn_wait_bounded_then_503(

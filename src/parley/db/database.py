@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import sqlite3
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any, TypeVar
 
-from sqlalchemy import Connection, Engine, event
-from sqlalchemy import create_engine as create_sync_engine
+from sqlalchemy import Connection, Engine
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker
-from sqlalchemy.pool import StaticPool
 
 from parley import metrics
+from parley.db.direct import Unit, core_engine_over, in_core_transaction, run_units
 from parley.db.engine import (
     SQLITE_BUSY_TIMEOUT_MS,
     Timeouts,
@@ -76,6 +76,8 @@ class Database:
         self._commit_listeners: list[Callable[[frozenset[str]], None]] = []
         self._direct: tuple[ThreadPoolExecutor, sqlite3.Connection] | None = None
         self._direct_core: Engine | None = None  # over the direct connection, made once
+        self._units: list[Unit[Any]] = []  # waiting for the next batch of `transact`
+        self._unit_batches: asyncio.Task[None] | None = None
 
     @classmethod
     def from_url(
@@ -118,37 +120,66 @@ class Database:
 
     async def transact(
         self,
-        unit: Callable[[AsyncSession], Awaitable[T]],
+        work: Callable[[AsyncSession], Awaitable[T]],
         unique_violations: UniqueViolations | None = None,
     ) -> T:
-        """Run `unit(session)` as one transaction, as `transaction()` would, and return what
+        """Run `work(session)` as one transaction, as `transaction()` would, and return what
         it returns.
 
-        On SQLite the whole unit runs in one thread hop (`write_core_directly`): its session
-        is an `AsyncSession` over the direct connection's synchronous engine, so each of its
-        awaits is a statement that completes at once, and the unit is run to its end without
-        an event loop. Under load each aiosqlite hop waits for a turn of the busy loop
-        (about 0.4 ms): an audited change made six or seven inside the writer turn. So the
-        unit must await nothing but its session: anything else is refused (RuntimeError)
-        and rolled back. PostgreSQL runs it in `transaction()`.
+        On SQLite the units that arrive together run as one batch in one thread hop on the
+        direct connection (db/direct.py): one transaction, each unit in a savepoint of its
+        own (a unit that fails rolls back alone), in arrival order, each one's commit
+        listeners and callbacks told after the commit. A unit's session is an
+        `AsyncSession` over the direct connection's synchronous engine, so each of its
+        awaits is a statement that completes at once and the unit runs to its end without
+        an event loop: it must await nothing but its session (anything else is refused with
+        a RuntimeError and rolled back). A caller cancelled before its batch starts leaves
+        its unit unrun. PostgreSQL runs `work` in `transaction()`.
         """
         if self.dialect != "sqlite":
             async with self.transaction(unique_violations) as session:
-                return await unit(session)
+                return await work(session)
+        unit: Unit[T] = Unit(work, unique_violations, asyncio.get_running_loop().create_future())
+        self._units.append(unit)
+        if self._unit_batches is None or self._unit_batches.done():
+            self._unit_batches = asyncio.ensure_future(self._run_unit_batches())
+        return await unit.answer
 
-        def work(core: Connection) -> tuple[T, dict[Any, Any]]:
-            session = AsyncSession()
-            session.sync_session.bind = core  # joins the transaction `core` is in
+    async def _run_unit_batches(self) -> None:
+        """Run the waiting units, a batch at a time, until none waits. A batch is taken
+        once the writer's turn is this runner's: every unit that arrived meanwhile."""
+        while self._units:
+            batch: list[Unit[Any]] = []
             try:
-                result = _without_loop(unit(session))
-                _without_loop(session.flush())
-                return result, dict(session.info)
-            finally:
-                session.sync_session.close()
+                async with self._write_turn():
+                    batch = self._waiting_units()
+                    if batch:
+                        await self._in_core_transaction(functools.partial(run_units, units=batch))
+            except BaseException as error:  # no turn, or the batch's transaction failed
+                for unit in batch or self._waiting_units():
+                    _settle(unit, error)
+                if not isinstance(error, Exception):
+                    raise
+                continue
+            for unit in batch:
+                if unit.error is not None:
+                    if type(unit.error) is Unavailable:
+                        metrics.count_store_error("database")
+                    _settle(unit, unit.error)
+                    continue
+                try:
+                    self._committed(unit.info)
+                except Exception as error:
+                    _settle(unit, error)
+                    continue
+                if not unit.answer.done():
+                    unit.answer.set_result(unit.result)
 
-        result, info = await self.write_core_directly(work, unique_violations)
-        self._committed(info)
-        return result
+    def _waiting_units(self) -> list[Unit[Any]]:
+        """Take the waiting units, leaving out those whose callers were cancelled."""
+        waiting = [unit for unit in self._units if not unit.answer.done()]
+        self._units.clear()
+        return waiting
 
     def _committed(self, info: Mapping[Any, Any]) -> None:
         """Tell the commit listeners and the after-commit callbacks of a transaction."""
@@ -213,13 +244,19 @@ class Database:
         committed, rolled back on error), so the statements the repositories build for the
         async engines run unchanged: same dialect, same column types."""
         async with self._write_turn():
-            with _counted(unique_violations):
-                executor, connection = await self._direct_connection()
-                if self._direct_core is None:
-                    self._direct_core = _core_engine_over(connection)
-                engine = self._direct_core
-                loop = asyncio.get_running_loop()
-                return await loop.run_in_executor(executor, _in_core_transaction, engine, work)
+            return await self._in_core_transaction(work, unique_violations)
+
+    async def _in_core_transaction(
+        self, work: Callable[[Connection], T], unique_violations: UniqueViolations | None = None
+    ) -> T:
+        """`write_core_directly`'s transaction, for a caller holding the writer turn."""
+        with _counted(unique_violations):
+            executor, connection = await self._direct_connection()
+            if self._direct_core is None:
+                self._direct_core = core_engine_over(connection)
+            engine = self._direct_core
+            loop = asyncio.get_running_loop()
+            return await loop.run_in_executor(executor, in_core_transaction, engine, work)
 
     async def _direct_connection(self) -> tuple[ThreadPoolExecutor, sqlite3.Connection]:
         if self._direct is None:
@@ -333,33 +370,13 @@ def _open_direct(args: Sequence[Any], kwargs: Mapping[str, Any]) -> sqlite3.Conn
     return connection
 
 
-def _core_engine_over(connection: sqlite3.Connection) -> Engine:
-    """A synchronous engine whose one connection is `connection` (connected on first use,
-    in the direct connection's thread); its transactions begin `IMMEDIATE`."""
-    engine = create_sync_engine("sqlite://", creator=lambda: connection, poolclass=StaticPool)
-
-    @event.listens_for(engine, "begin")
-    def _on_begin(core: Connection) -> None:
-        core.exec_driver_sql("BEGIN IMMEDIATE")
-
-    return engine
-
-
-def _without_loop(awaitable: Awaitable[T]) -> T:
-    """Run `awaitable` to its end without an event loop; it must never suspend."""
-    steps = awaitable.__await__()
-    try:
-        steps.send(None)
-    except StopIteration as done:
-        result: T = done.value
-        return result
-    steps.close()
-    raise RuntimeError("a direct transaction awaited something other than its session")
-
-
-def _in_core_transaction(engine: Engine, work: Callable[[Connection], T]) -> T:
-    with engine.begin() as core:
-        return work(core)
+def _settle(unit: Unit[Any], error: BaseException) -> None:
+    if unit.answer.done():
+        return
+    if isinstance(error, Exception):
+        unit.answer.set_exception(error)
+    else:
+        unit.answer.cancel()
 
 
 def _in_transaction(connection: sqlite3.Connection, work: Callable[[sqlite3.Connection], T]) -> T:
