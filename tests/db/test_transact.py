@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
+from tests.db.writer import writer_turn_held
 
 from parley.db import database as database_module
 from parley.db.database import Database, after_commit, mark_changed
@@ -121,22 +122,13 @@ async def test_transact_on_sqlite_units_arriving_together_share_one_batch_and_fa
 
     monkeypatch.setattr(database_module, "run_units", counted)
     await database.transact(_claim("taken"))
-    release = asyncio.Event()
-
-    async def hold() -> None:
-        async with database.transaction():
-            await release.wait()
-
-    holder = asyncio.ensure_future(hold())
-    await asyncio.sleep(0.02)
-    first = asyncio.ensure_future(database.transact(_claim("first")))
-    duplicate = asyncio.ensure_future(
-        database.transact(_claim("taken"), {"jti_claims.key": NameTaken})
-    )
-    last = asyncio.ensure_future(database.transact(_claim("last")))
-    await asyncio.sleep(0.02)
-    release.set()
-    await holder
+    async with writer_turn_held(database):
+        first = asyncio.ensure_future(database.transact(_claim("first")))
+        duplicate = asyncio.ensure_future(
+            database.transact(_claim("taken"), {"jti_claims.key": NameTaken})
+        )
+        last = asyncio.ensure_future(database.transact(_claim("last")))
+        await asyncio.sleep(0.02)
 
     assert await first == "first"
     with pytest.raises(NameTaken):
@@ -150,20 +142,11 @@ async def test_transact_on_sqlite_cancelled_before_its_batch_leaves_its_unit_unr
     sqlite_database: Database,
 ) -> None:
     database = sqlite_database
-    release = asyncio.Event()
-
-    async def hold() -> None:
-        async with database.transaction():
-            await release.wait()
-
-    holder = asyncio.ensure_future(hold())
-    await asyncio.sleep(0.02)
-    cancelled = asyncio.ensure_future(database.transact(_claim("cancelled")))
-    kept = asyncio.ensure_future(database.transact(_claim("kept")))
-    await asyncio.sleep(0.02)
-    cancelled.cancel()
-    release.set()
-    await holder
+    async with writer_turn_held(database):
+        cancelled = asyncio.ensure_future(database.transact(_claim("cancelled")))
+        kept = asyncio.ensure_future(database.transact(_claim("kept")))
+        await asyncio.sleep(0.02)
+        cancelled.cancel()
 
     assert await kept == "kept"
     assert cancelled.cancelled()

@@ -12,6 +12,7 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 from tests import databases
+from tests.db.writer import writer_turn_held
 
 from parley.db import database as database_module
 from parley.db.database import Database
@@ -73,27 +74,18 @@ async def test_sqlite_direct_write_takes_the_writer_turn(sqlite_database: Databa
     writers like any transaction, and commits."""
     database = sqlite_database
     order: list[str] = []
-    release = asyncio.Event()
-
-    async def hold() -> None:
-        async with database.transaction():
-            order.append("transaction")
-            await release.wait()
 
     def write(connection: sqlite3.Connection) -> int:
         order.append("direct")
         connection.execute("INSERT INTO jti_claims (key, expires_at) VALUES ('turn', 1)")
         return 7
 
-    holder = asyncio.ensure_future(hold())
-    await asyncio.sleep(0.05)
-    direct = asyncio.ensure_future(database.write_directly(write))
-    await asyncio.sleep(0.05)
-    assert order == ["transaction"]
-    release.set()
+    async with writer_turn_held(database, order):
+        direct = asyncio.ensure_future(database.write_directly(write))
+        await asyncio.sleep(0.05)
+        assert order == ["transaction"]
 
     assert await direct == 7
-    await holder
     assert order == ["transaction", "direct"]
     async with database.statement() as connection:
         kept = await connection.exec_driver_sql("SELECT count(*) FROM jti_claims WHERE key='turn'")
@@ -213,27 +205,18 @@ async def test_sqlite_core_direct_write_rolls_back_on_error_and_takes_the_turn(
     async with database.transaction() as session:
         await instance_repo.register(session, "inst_kept", at=at)
     order: list[str] = []
-    release = asyncio.Event()
-
-    async def hold() -> None:
-        async with database.transaction():
-            order.append("transaction")
-            await release.wait()
 
     def fail_halfway(core: DirectConnection) -> None:
         order.append("direct")
         instance_repo.beat_directly(core, "inst_kept", at=at + timedelta(hours=1))
         raise RuntimeError("halfway")
 
-    holder = asyncio.ensure_future(hold())
-    await asyncio.sleep(0.05)
-    direct = asyncio.ensure_future(database.write_core_directly(fail_halfway))
-    await asyncio.sleep(0.05)
-    assert order == ["transaction"]
-    release.set()
+    async with writer_turn_held(database, order):
+        direct = asyncio.ensure_future(database.write_core_directly(fail_halfway))
+        await asyncio.sleep(0.05)
+        assert order == ["transaction"]
     with pytest.raises(RuntimeError):
         await direct
-    await holder
 
     assert order == ["transaction", "direct"]
     async with database.read() as session:
