@@ -150,6 +150,8 @@ def statements(app: FastAPI) -> Iterator[list[str]]:
         seen.append(statement)
 
     engines = {db.engine.sync_engine, db.read_engine.sync_engine}
+    if db.direct_reads is not None:  # SQLite's one-statement reads
+        engines.add(db.direct_reads.engine)
     for engine in engines:
         event.listen(engine, "before_cursor_execute", record)
     yield seen

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import sqlite3
 from datetime import UTC, datetime
 from typing import Any
 
@@ -10,7 +12,7 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from parley.db.database import Database
+from parley.db.database import SQLITE_READ_THREADS, Database
 from parley.db.tables import OrganizationRow
 
 pytestmark = pytest.mark.anyio
@@ -29,7 +31,10 @@ async def _in_transaction(connection: AsyncConnection) -> bool:
 
 
 async def test_single_statement_read_runs_outside_any_transaction(database: Database) -> None:
+    if database.dialect == "sqlite":
+        return await _sqlite_reads_run_outside_any_transaction(database)
     async with database.statement() as connection:
+        assert isinstance(connection, AsyncConnection)
         assert (await connection.execute(text("SELECT 1"))).scalar() == 1
         assert not await _in_transaction(connection)
         used = await _driver(connection)
@@ -39,18 +44,43 @@ async def test_single_statement_read_runs_outside_any_transaction(database: Data
         await session.execute(text("SELECT 1"))
         assert await _driver(await session.connection()) is used
         assert await _in_transaction(await session.connection())
-    if database.dialect == "postgresql":  # one engine serves reads and changes
-        async with database.transaction() as session:
-            await session.execute(text("SELECT 1"))
-            assert await _driver(await session.connection()) is used
-            assert await _in_transaction(await session.connection())
+    async with database.transaction() as session:  # one engine serves reads and changes
+        await session.execute(text("SELECT 1"))
+        assert await _driver(await session.connection()) is used
+        assert await _in_transaction(await session.connection())
+
+
+async def _sqlite_reads_run_outside_any_transaction(database: Database) -> None:
+    """On SQLite a statement runs in a reading thread (`DirectReads`) and leaves no read
+    transaction open: nothing pins the WAL, so a full checkpoint is never kept busy."""
+    async with database.transaction() as session:
+        session.add(OrganizationRow(id="org_wal", name="wal", created_at=datetime.now(UTC)))
+
+    async def count() -> Any:
+        async with database.statement() as connection:
+            return (await connection.execute(text("SELECT count(*) FROM organizations"))).scalar()
+
+    counts = await asyncio.gather(*(count() for _ in range(4 * SQLITE_READ_THREADS)))
+    assert len(set(counts)) == 1
+    path = database.engine.url.database
+    assert path is not None
+    checkpointer = sqlite3.connect(path, isolation_level=None)
+    try:
+        busy, _, _ = checkpointer.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+    finally:
+        checkpointer.close()
+    assert busy == 0
 
 
 async def test_single_statement_read_sees_committed_changes_at_once(database: Database) -> None:
-    async with database.statement() as connection:
-        before = (await connection.execute(text("SELECT count(*) FROM organizations"))).scalar()
+    async def count() -> Any:
+        async with database.statement() as connection:
+            return (await connection.execute(text("SELECT count(*) FROM organizations"))).scalar()
+
+    # Several reads at once, so that every reading thread (SQLite) has read before the change.
+    before = set(await asyncio.gather(*(count() for _ in range(4 * SQLITE_READ_THREADS))))
     async with database.transaction() as session:
         session.add(OrganizationRow(id="org_single", name="single", created_at=datetime.now(UTC)))
-    async with database.statement() as connection:
-        after = (await connection.execute(text("SELECT count(*) FROM organizations"))).scalar()
-    assert after == before + 1
+    after = set(await asyncio.gather(*(count() for _ in range(4 * SQLITE_READ_THREADS))))
+    assert len(before) == 1
+    assert after == {before.pop() + 1}

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 from tests import databases
 from tests.db.writer import writer_turn_held
@@ -88,7 +88,7 @@ async def test_sqlite_direct_write_takes_the_writer_turn(sqlite_database: Databa
     assert await direct == 7
     assert order == ["transaction", "direct"]
     async with database.statement() as connection:
-        kept = await connection.exec_driver_sql("SELECT count(*) FROM jti_claims WHERE key='turn'")
+        kept = await connection.execute(text("SELECT count(*) FROM jti_claims WHERE key='turn'"))
         assert kept.scalar_one() == 1
 
 
@@ -103,7 +103,7 @@ async def test_sqlite_direct_write_rolls_back_on_error(sqlite_database: Database
         await database.write_directly(fail_halfway)
 
     async with database.statement() as connection:
-        kept = await connection.exec_driver_sql("SELECT count(*) FROM jti_claims WHERE key='half'")
+        kept = await connection.execute(text("SELECT count(*) FROM jti_claims WHERE key='half'"))
         assert kept.scalar_one() == 0
     assert await database.write_directly(lambda c: c.execute("SELECT 1").fetchone()) == (1,)
 
@@ -139,7 +139,7 @@ async def test_sqlite_direct_write_uses_the_engines_file_uri_included(
             lambda c: c.execute("INSERT INTO jti_claims (key, expires_at) VALUES ('uri', 1)")
         )
         async with db.statement() as connection:
-            kept = await connection.exec_driver_sql("SELECT key FROM jti_claims")
+            kept = await connection.execute(text("SELECT key FROM jti_claims"))
             assert kept.scalars().all() == ["uri"]
     finally:
         await db.dispose()
@@ -164,7 +164,7 @@ async def test_sqlite_direct_write_failed_commit_leaves_no_transaction(
 
     assert await database.write_directly(lambda c: c.execute("SELECT 1").fetchone()) == (1,)
     async with database.statement() as connection:
-        kept = await connection.exec_driver_sql("SELECT count(*) FROM projects WHERE name='orphan'")
+        kept = await connection.execute(text("SELECT count(*) FROM projects WHERE name='orphan'"))
         assert kept.scalar_one() == 0
 
 
@@ -188,9 +188,7 @@ async def test_sqlite_core_direct_write_stores_what_the_engine_stores(
 
     assert (renewed, missing) == (True, False)
     async with database.statement() as connection:
-        rows = await connection.exec_driver_sql(
-            "SELECT id, heartbeat_at FROM instances ORDER BY id"
-        )
+        rows = await connection.execute(text("SELECT id, heartbeat_at FROM instances ORDER BY id"))
         stored = {row[0]: row[1] for row in rows}
     assert stored["inst_direct"] == stored["inst_engine"] == "2026-11-28 06:30:01.123456"
     async with database.read() as session:
@@ -254,5 +252,5 @@ async def test_sqlite_core_direct_write_failed_commit_leaves_no_transaction(
         == 2
     )
     async with database.statement() as connection:
-        kept = await connection.exec_driver_sql("SELECT count(*) FROM projects WHERE name='orphan'")
+        kept = await connection.execute(text("SELECT count(*) FROM projects WHERE name='orphan'"))
         assert kept.scalar_one() == 0

@@ -9,9 +9,9 @@ from collections.abc import AsyncIterator, Awaitable
 from contextlib import asynccontextmanager
 
 import pytest
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from parley.db.database import Database
+from parley.db.session import StatementConnection
 from parley.errors import Unavailable
 from parley.records import Actor, Agent, AgentPatch
 from parley.services import Context, agents
@@ -207,7 +207,7 @@ class GatedDatabase(Database):
         self.failing = False
 
     @asynccontextmanager
-    async def statement(self) -> AsyncIterator[AsyncConnection]:
+    async def statement(self) -> AsyncIterator[StatementConnection]:
         self.checks += 1
         await self.gate.wait()
         if self.failing:

@@ -10,11 +10,17 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any, TypeVar
 
-from sqlalchemy import Connection, Engine
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker
+from sqlalchemy import Connection, Engine, text
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from parley import metrics
-from parley.db.direct import Unit, core_engine_over, in_core_transaction, run_units
+from parley.db.direct import (
+    DirectReads,
+    Unit,
+    core_engine_over,
+    in_core_transaction,
+    run_units,
+)
 from parley.db.engine import (
     SQLITE_BUSY_TIMEOUT_MS,
     Timeouts,
@@ -24,10 +30,17 @@ from parley.db.engine import (
     single_statement_engine,
 )
 from parley.db.errors import RETRY_AFTER_SECONDS, UniqueViolations, translated
+from parley.db.session import StatementConnection
 from parley.errors import Unavailable
 from parley.shared_probe import SharedProbe
 
 T = TypeVar("T")
+
+SQLITE_READ_THREADS = 2
+"""Threads for SQLite's one-statement reads (`DirectReads`): a read holds one for a
+statement only, and two cores keep no more than a few busy."""
+
+_PING = text("SELECT 1")
 
 _CHANGED_ORGS = "parley.changed_orgs"
 _AFTER_COMMIT = "parley.after_commit"
@@ -70,6 +83,11 @@ class Database:
             create_sessionmaker(read_engine) if read_engine is not None else self._sessions
         )
         self._statements = single_statement_engine(self.read_engine)
+        self.direct_reads = (
+            DirectReads(functools.partial(_open_reader, self.read_engine), SQLITE_READ_THREADS)
+            if read_engine is not None and read_engine.dialect.name == "sqlite"
+            else None
+        )
         self._probe = SharedProbe(self.ping)
         self._write_probes: dict[str, SharedProbe] = {}
         self._writers = asyncio.Lock() if engine.dialect.name == "sqlite" else None
@@ -278,16 +296,20 @@ class Database:
             yield session
 
     @asynccontextmanager
-    async def statement(self) -> AsyncIterator[AsyncConnection]:
-        """Yield a pooled connection for one Core `SELECT` outside any transaction.
+    async def statement(self) -> AsyncIterator[StatementConnection]:
+        """Yield a connection for one Core `SELECT` outside any transaction.
 
         A single statement reads one consistent snapshot by itself, so the hot reads that
         are one statement (a credential by its hash, a conversation with its items) skip
         `BEGIN`/`COMMIT` and the ORM session: measured in-process, about half the CPU of
-        `read()` per read on both databases (docs/performance.md). Never for two
-        statements that must agree: use `read()`.
+        `read()` per read on both databases (docs/performance.md). On SQLite each statement
+        is one thread hop to a reading thread (`DirectReads`). Never for two statements
+        that must agree: use `read()`.
         """
         with _counted():
+            if self.direct_reads is not None:
+                yield self.direct_reads
+                return
             async with self._statements.connect() as connection:
                 yield connection
 
@@ -346,7 +368,7 @@ class Database:
         try:
             # One statement, no ORM session and no transaction (`statement()`).
             async with asyncio.timeout(bound), self.statement() as connection:
-                await connection.exec_driver_sql("SELECT 1")
+                await connection.execute(_PING)
         except TimeoutError:
             raise Unavailable(retry_after=RETRY_AFTER_SECONDS) from None
 
@@ -358,15 +380,30 @@ class Database:
             self._direct_core = None  # never disposed: its one connection is closed here
             await asyncio.get_running_loop().run_in_executor(executor, connection.close)
             executor.shutdown(wait=False)
+        if self.direct_reads is not None:
+            await asyncio.get_running_loop().run_in_executor(None, self.direct_reads.close)
         await self.engine.dispose()
         if self.read_engine is not self.engine:
             await self.read_engine.dispose()
 
 
 def _open_direct(args: Sequence[Any], kwargs: Mapping[str, Any]) -> sqlite3.Connection:
-    options = {**kwargs, "timeout": 30, "isolation_level": None, "check_same_thread": True}
+    return _open_sqlite(args, kwargs, read_only=False)
+
+
+def _open_reader(engine: AsyncEngine) -> sqlite3.Connection:
+    """A read-only connection to the file of `engine`, for one reading thread (closed,
+    once idle, from another: `DirectReads.close`)."""
+    args, kwargs = engine.dialect.create_connect_args(engine.url)
+    return _open_sqlite(args, kwargs, read_only=True)
+
+
+def _open_sqlite(
+    args: Sequence[Any], kwargs: Mapping[str, Any], *, read_only: bool
+) -> sqlite3.Connection:
+    options = {**kwargs, "timeout": 30, "isolation_level": None, "check_same_thread": not read_only}
     connection: sqlite3.Connection = sqlite3.connect(*args, **options)
-    configure_sqlite_connection(connection, read_only=False)
+    configure_sqlite_connection(connection, read_only=read_only)
     return connection
 
 

@@ -12,14 +12,15 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-from sqlalchemy import Connection, Engine, event
+from sqlalchemy import Connection, Engine, Executable, FrozenResult, Result, event
 from sqlalchemy import create_engine as create_sync_engine
 from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.pool import StaticPool
+from sqlalchemy.pool import SingletonThreadPool, StaticPool
 
 from parley.db.errors import UniqueViolations, translated
 
@@ -83,3 +84,47 @@ def without_loop(awaitable: Awaitable[T]) -> T:
         return result
     steps.close()
     raise RuntimeError("a direct transaction awaited something other than its session")
+
+
+class DirectReads:
+    """SQLite's one-statement reads (`Database.statement()`), each one thread hop.
+
+    Through aiosqlite one `SELECT` is four or five hops (a cursor, the statement, the
+    fetch, closing the cursor, the pool's reset), and under load each hop back waits for a
+    turn of the busy event loop: the JWT conversation read was bound by them, not by its
+    CPU (docs/performance.md). Here the statement runs, and its rows are fetched, in one
+    call to a reading thread, on that thread's own read-only connection (`engine`, a
+    synchronous engine: same dialect, same column types); the rows come back buffered.
+    """
+
+    def __init__(self, connect: Callable[[], sqlite3.Connection], threads: int) -> None:
+        self._threads = threads
+        self._executor: ThreadPoolExecutor | None = None  # started by the first read
+        # SingletonThreadPool: one connection per reading thread, kept for the next read.
+        self.engine = create_sync_engine(
+            "sqlite://", creator=connect, poolclass=SingletonThreadPool, pool_size=threads
+        )
+
+    async def execute(
+        self, statement: Executable, parameters: Mapping[str, Any] | None = None
+    ) -> Result[Any]:
+        """Run `statement` (one `SELECT`); return its rows."""
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(self._threads, "parley-sqlite-read")
+        loop = asyncio.get_running_loop()
+        frozen = await loop.run_in_executor(self._executor, self._read, statement, parameters)
+        return frozen()
+
+    def _read(
+        self, statement: Executable, parameters: Mapping[str, Any] | None
+    ) -> FrozenResult[Any]:
+        with self.engine.connect() as core:
+            return core.execute(statement, parameters).freeze()
+
+    def close(self) -> None:
+        """Close every reading thread's connection, once the threads are done; a later
+        read starts afresh."""
+        executor, self._executor = self._executor, None
+        if executor is not None:
+            executor.shutdown(wait=True)
+        self.engine.dispose()

@@ -7,11 +7,24 @@ statement takes either (`Reader`). On SQLite a small hot write can run as one th
 on a synchronous `DirectConnection` (`Database.write_core_directly`).
 """
 
+from collections.abc import Mapping
+from typing import Any, Protocol
+
 from sqlalchemy import Connection as DirectConnection
-from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy import Executable, Result
 from sqlalchemy.ext.asyncio import AsyncSession as Session
 
-Reader = Session | AsyncConnection
+
+class StatementConnection(Protocol):
+    """What `Database.statement()` yields: it runs one Core `SELECT` (a pooled
+    `AsyncConnection` on PostgreSQL, a reading thread's connection on SQLite)."""
+
+    async def execute(
+        self, statement: Executable, parameters: Mapping[str, Any] | None = None, /
+    ) -> Result[Any]: ...
+
+
+Reader = Session | StatementConnection
 """Where a one-statement read can run: a transaction's session or a bare connection."""
 
-__all__ = ["DirectConnection", "Reader", "Session"]
+__all__ = ["DirectConnection", "Reader", "Session", "StatementConnection"]

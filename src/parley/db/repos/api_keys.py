@@ -7,9 +7,10 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Row, bindparam, select, update
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from parley.db.pagination import paginate
+from parley.db.session import StatementConnection
 from parley.db.tables import ApiKeyRow
 from parley.records import ApiKey
 
@@ -52,7 +53,7 @@ async def insert(session: AsyncSession, key: ApiKey, *, secret_hash: str) -> Non
     await session.flush()
 
 
-async def find_active_by_hash(connection: AsyncConnection, secret_hash: str) -> ApiKey | None:
+async def find_active_by_hash(connection: StatementConnection, secret_hash: str) -> ApiKey | None:
     """Return the unrevoked key whose secret hashes to `secret_hash` (one Core statement:
     `Database.statement()`)."""
     row = (await connection.execute(_ACTIVE_BY_HASH, {"secret_hash": secret_hash})).first()

@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from sqlalchemy import bindparam, insert, select, union, update
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from parley.db.database import mark_changed
+from parley.db.session import StatementConnection
 from parley.db.tables import AuditEventRow, AuditHeadRow, OrganizationRow
 from parley.records import AuditEvent
 
@@ -116,7 +117,7 @@ def _rowcount(result: object) -> int:
 _GENERATION = select(AuditHeadRow.seq).where(AuditHeadRow.org_id == bindparam("org_id"))
 
 
-async def generation_of(connection: AsyncConnection, org_id: str) -> int:
+async def generation_of(connection: StatementConnection, org_id: str) -> int:
     """Return the organization's generation: its chain's last `seq` (0 before any event).
 
     Every change is audited in its own transaction (services/audit.py rule 1), so the

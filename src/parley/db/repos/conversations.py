@@ -9,9 +9,10 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Row, and_, bindparam, insert, or_, select, update
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from parley.db.pagination import paginate
+from parley.db.session import StatementConnection
 from parley.db.tables import AgentRow, ConversationItemRow, ConversationRow, InstanceRow
 from parley.errors import ConversationExists
 from parley.ids import is_valid_conversation_id
@@ -149,7 +150,7 @@ async def find(
 
 
 async def get(
-    connection: AsyncConnection, org_id: str, conversation_id: str
+    connection: StatementConnection, org_id: str, conversation_id: str
 ) -> Conversation | None:
     """Return the conversation with its agent's name and items, or None: one Core statement
     (a row per item, or one row without an item; `Database.statement()`)."""
@@ -203,7 +204,9 @@ _STATUS = select(_CONVERSATIONS.c.status).where(
 )
 
 
-async def status_of(connection: AsyncConnection, org_id: str, conversation_id: str) -> str | None:
+async def status_of(
+    connection: StatementConnection, org_id: str, conversation_id: str
+) -> str | None:
     """Return the conversation's status, or None: one Core statement, built once
     (`Database.statement()`: a WebSocket handshake reads nothing else, issue #23)."""
     if not is_valid_conversation_id(conversation_id):

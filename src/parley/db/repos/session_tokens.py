@@ -6,8 +6,9 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Row, bindparam, select, update
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
+from sqlalchemy.ext.asyncio import AsyncSession
 
+from parley.db.session import StatementConnection
 from parley.db.tables import SessionTokenRow
 from parley.records import SessionToken
 
@@ -41,7 +42,7 @@ async def insert(session: AsyncSession, token: SessionToken, *, secret_hash: str
     await session.flush()
 
 
-async def find_by_hash(connection: AsyncConnection, secret_hash: str) -> SessionToken | None:
+async def find_by_hash(connection: StatementConnection, secret_hash: str) -> SessionToken | None:
     """Return the token whose secret hashes to `secret_hash`, revoked or not (one Core
     statement: `Database.statement()`)."""
     row = (await connection.execute(_BY_HASH, {"secret_hash": secret_hash})).first()
