@@ -134,7 +134,8 @@ def create_app(
     install_docs(app)
     install_examples(app)
     log_hygiene.install()
-    app.router.routes.insert(0, health.route)  # served bare: no FastAPI machinery
+    # Served bare and first: no FastAPI machinery, no other route tried before them.
+    app.router.routes[0:0] = [health.route, ws.route]
     routers = (
         api_keys.router,
         audit_events.router,
@@ -148,7 +149,6 @@ def create_app(
         conversations.router,
         telephony.router,
         telephony_ws.router,
-        ws.router,
     )
     for router in routers:
         # Flat, as `app.add_api_route` would add them: FastAPI 0.165's `include_router`

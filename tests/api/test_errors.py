@@ -8,6 +8,7 @@ from fastapi import FastAPI
 from tests.api.helpers import assert_error
 from tests.types import Tenant
 
+from parley.api.bare_routes import BareRoute, BareWebSocketRoute
 from parley.api.openapi import PUBLIC_PATHS
 
 pytestmark = pytest.mark.anyio
@@ -275,3 +276,14 @@ async def test_openapi_describes_every_endpoint_with_error_bodies(
 async def test_docs_page_served(client: httpx.AsyncClient) -> None:
     response = await client.get("/docs")
     assert response.status_code == 200
+
+
+async def test_hot_entry_points_served_bare_and_first(app: FastAPI) -> None:
+    """`GET /health` and the conversation WebSocket are the app's first routes, Starlette's
+    own (no FastAPI machinery), and the only routes of their paths."""
+    first = app.router.routes[:2]
+    assert [type(route) for route in first] == [BareRoute, BareWebSocketRoute]
+    assert [getattr(route, "path", None) for route in first] == ["/health", "/v1/sts/ws"]
+    later = [getattr(route, "path", None) for route in app.router.routes[2:]]
+    assert "/health" not in later
+    assert "/v1/sts/ws" not in later

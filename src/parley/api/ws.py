@@ -5,12 +5,17 @@ A refused handshake is answered as HTTP with the REST status and envelope (the A
 accepted, the socket is three callables handed to `services.live.LiveSession` (receive a
 frame, send a frame, close) with the wire's codec, `live.ParleyCodec`: the session speaks
 events, the codec makes them this socket's JSON frames.
+
+The route is served by Starlette alone, first in the app (`route`, api/bare_routes.py):
+FastAPI's WebSocket machinery (dependency solving, an exit stack) and matching the
+handshake against every REST route cost about a tenth of a handshake (docs/performance.md).
 """
 
 from __future__ import annotations
 
-from fastapi import APIRouter, WebSocket
+from fastapi import WebSocket
 
+from parley.api.bare_routes import BareWebSocketRoute
 from parley.api.deps import context_of
 from parley.api.errors import error_response
 from parley.api.session_socket import SessionSocket
@@ -18,10 +23,7 @@ from parley.engine import EngineFactory
 from parley.errors import MultipleCredentials, ParleyError
 from parley.services import live
 
-router = APIRouter()
 
-
-@router.websocket("/v1/sts/ws")
 async def conversation_socket(websocket: WebSocket) -> None:
     """Authenticate, accept, and run one conversation until either side closes."""
     ctx = context_of(websocket)
@@ -52,3 +54,7 @@ async def conversation_socket(websocket: WebSocket) -> None:
         disconnect_code=socket.disconnect_code,
     )
     await session.run(socket.receive)
+
+
+route = BareWebSocketRoute("/v1/sts/ws", conversation_socket)
+"""The route that answers (near the app's first, before every REST route)."""

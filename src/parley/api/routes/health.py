@@ -1,10 +1,10 @@
 """Liveness and readiness, without a credential.
 
-`GET /health` is served by a plain Starlette route (`route`): a probe has no parameters, no
-body and one fixed answer, so FastAPI's per-request machinery (dependency solving, two exit
-stacks, response-model validation) was about 60 of its 176 µs a request, measured under
-wrk (docs/performance.md, session 12). It is described in the OpenAPI document by
-`described`, an `APIRoute` over the same endpoint that is never mounted.
+`GET /health` is served by a plain Starlette route (`route`, api/bare_routes.py): a probe
+has no parameters, no body and one fixed answer, so FastAPI's per-request machinery
+(dependency solving, two exit stacks, response-model validation) was about 60 of its 176 µs
+a request, measured under wrk (docs/performance.md, session 12). It is described in the
+OpenAPI document by `described`, an `APIRoute` over the same endpoint that is never mounted.
 """
 
 from __future__ import annotations
@@ -13,9 +13,8 @@ from fastapi.routing import APIRoute
 from pydantic import BaseModel
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Match, Route
-from starlette.types import Scope
 
+from parley.api.bare_routes import BareRoute
 from parley.api.deps import context_of
 from parley.api.schemas import error_responses
 from parley.services import health
@@ -33,18 +32,7 @@ async def get_health(request: Request) -> Response:
     return Response(body, media_type="application/json")
 
 
-class _SelfNamingRoute(Route):
-    """A Starlette route that puts itself in the scope as FastAPI's routes do, so the
-    metrics label its requests with its template (api/metrics.py)."""
-
-    def matches(self, scope: Scope) -> tuple[Match, Scope]:
-        match, child_scope = super().matches(scope)
-        if match is not Match.NONE:
-            child_scope["route"] = self
-        return match, child_scope
-
-
-route = _SelfNamingRoute("/health", get_health, methods=["GET"])
+route = BareRoute("/health", get_health, methods=["GET"])
 """The route that answers (the app's first, so no other route is tried before it)."""
 
 described = APIRoute(
