@@ -149,18 +149,24 @@ async def find_named(
     locked until the transaction ends. Raises AgentNotFound, also when the project does not
     exist.
     """
-    query = (
-        select(AgentRow)
-        .join(ProjectRow, ProjectRow.id == AgentRow.project_id)
-        .where(ProjectRow.org_id == org_id, ProjectRow.name == project_name)
-        .where(AgentRow.name == name)
-    )
-    if for_update:
-        query = query.with_for_update(of=AgentRow)
-    row = await session.scalar(query.execution_options(populate_existing=True))
+    query = _FIND_NAMED_FOR_UPDATE if for_update else _FIND_NAMED
+    params = {"org_id": org_id, "project_name": project_name, "name": name}
+    row = await session.scalar(query, params)
     if row is None:
         raise AgentNotFound()
     return AgentState(row.id, row.org_id, row.project_id, row.name, row.disabled_at)
+
+
+# Built once with bound parameters (their cache keys computed once): the look-up of every
+# change to an agent by name, in the writer's turn (docs/performance.md).
+_FIND_NAMED = (
+    select(AgentRow)
+    .join(ProjectRow, ProjectRow.id == AgentRow.project_id)
+    .where(ProjectRow.org_id == bindparam("org_id"), ProjectRow.name == bindparam("project_name"))
+    .where(AgentRow.name == bindparam("name"))
+    .execution_options(populate_existing=True)
+)
+_FIND_NAMED_FOR_UPDATE = _FIND_NAMED.with_for_update(of=AgentRow)
 
 
 async def insert(

@@ -44,13 +44,7 @@ async def lock_chain(session: AsyncSession, org_id: str) -> tuple[int, str]:
     `KEY SHARE` locks of foreign keys, so no deadlock with them), then reads the head. SQLite
     renders no lock: its transactions already begin `IMMEDIATE` (one writer at a time).
     """
-    head = (
-        await session.execute(
-            select(AuditHeadRow.seq, AuditHeadRow.hash)
-            .where(AuditHeadRow.org_id == org_id)
-            .with_for_update()
-        )
-    ).first()
+    head = (await session.execute(_LOCK_HEAD, {"org_id": org_id})).first()
     if head is not None:
         return head[0], head[1]
     await session.execute(
@@ -81,32 +75,48 @@ async def append(session: AsyncSession, event: AuditEvent) -> None:
     """
     mark_changed(session, event.org_id)
     await session.execute(
-        insert(AuditEventRow).values(
-            org_id=event.org_id,
-            seq=event.seq,
-            action=event.action,
-            target=event.target,
-            actor_kind=event.actor_kind,
-            actor_id=event.actor_id,
-            client=event.client,
-            request_id=event.request_id,
-            details=dict(event.details),
-            created_at=event.created_at,
-            prev_hash=event.prev_hash,
-            hash=event.hash,
-        )
+        _INSERT_EVENT,
+        {
+            "org_id": event.org_id,
+            "seq": event.seq,
+            "action": event.action,
+            "target": event.target,
+            "actor_kind": event.actor_kind,
+            "actor_id": event.actor_id,
+            "client": event.client,
+            "request_id": event.request_id,
+            "details": dict(event.details),
+            "created_at": event.created_at,
+            "prev_hash": event.prev_hash,
+            "hash": event.hash,
+        },
     )
     if event.seq > 1:
         moved = await session.execute(
-            update(AuditHeadRow)
-            .where(AuditHeadRow.org_id == event.org_id)
-            .values(seq=event.seq, hash=event.hash)
+            _MOVE_HEAD, {"head_org_id": event.org_id, "new_seq": event.seq, "new_hash": event.hash}
         )
         if _rowcount(moved) == 1:
             return
     await session.execute(
         insert(AuditHeadRow).values(org_id=event.org_id, seq=event.seq, hash=event.hash)
     )
+
+
+# The statements of every audited change, built once with bound parameters, so that their
+# cache keys are computed once (building them cost a tenth of a disable's CPU, in the
+# writer's turn: docs/performance.md).
+_LOCK_HEAD = (
+    select(AuditHeadRow.seq, AuditHeadRow.hash)
+    .where(AuditHeadRow.org_id == bindparam("org_id"))
+    .with_for_update()
+)
+_INSERT_EVENT = insert(AuditEventRow)
+_MOVE_HEAD = (
+    update(AuditHeadRow)
+    .where(AuditHeadRow.org_id == bindparam("head_org_id"))
+    .values(seq=bindparam("new_seq"), hash=bindparam("new_hash"))
+    .execution_options(synchronize_session=False)  # no head is ever loaded as an object
+)
 
 
 def _rowcount(result: object) -> int:
