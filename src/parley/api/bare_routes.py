@@ -8,7 +8,7 @@ requests and handshakes with its template (api/metrics.py); every middleware sti
 
 from __future__ import annotations
 
-from starlette.routing import Match, Route, WebSocketRoute
+from starlette.routing import BaseRoute, Match, Route, WebSocketRoute
 from starlette.types import Scope
 
 
@@ -16,17 +16,18 @@ class BareRoute(Route):
     """An HTTP route served by Starlette alone."""
 
     def matches(self, scope: Scope) -> tuple[Match, Scope]:
-        match, child_scope = super().matches(scope)
-        if match is not Match.NONE:
-            child_scope["route"] = self
-        return match, child_scope
+        return _named(self, *super().matches(scope))
 
 
 class BareWebSocketRoute(WebSocketRoute):
     """A WebSocket route served by Starlette alone."""
 
     def matches(self, scope: Scope) -> tuple[Match, Scope]:
-        match, child_scope = super().matches(scope)
-        if match is not Match.NONE:
-            child_scope["route"] = self
-        return match, child_scope
+        return _named(self, *super().matches(scope))
+
+
+def _named(route: BaseRoute, match: Match, child_scope: Scope) -> tuple[Match, Scope]:
+    """Put `route` in the scope of a request it matches, as FastAPI's routes do."""
+    if match is not Match.NONE:
+        child_scope["route"] = route
+    return match, child_scope
