@@ -10,8 +10,8 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any, TypeVar
 
-from sqlalchemy import Connection, Engine, text
-from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+from sqlalchemy import Connection, Engine, Executable, Result, text
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker
 
 from parley import metrics
 from parley.db.direct import (
@@ -30,7 +30,7 @@ from parley.db.engine import (
     single_statement_engine,
 )
 from parley.db.errors import RETRY_AFTER_SECONDS, UniqueViolations, translated
-from parley.db.session import StatementConnection
+from parley.db.session import StatementConnection, StatementWriter
 from parley.errors import Unavailable
 from parley.shared_probe import SharedProbe
 
@@ -46,9 +46,9 @@ _CHANGED_ORGS = "parley.changed_orgs"
 _AFTER_COMMIT = "parley.after_commit"
 
 
-def mark_changed(session: AsyncSession, org_id: str) -> None:
-    """Note, in the transaction, that it changes an organization's data: once it commits,
-    the commit listeners hear of it (`Database.add_commit_listener`)."""
+def mark_changed(session: StatementWriter, org_id: str) -> None:
+    """Note, in the transaction (or `autocommit()`), that it changes an organization's
+    data: once it commits, the commit listeners hear of it (`Database.add_commit_listener`)."""
     session.info.setdefault(_CHANGED_ORGS, set()).add(org_id)
 
 
@@ -57,6 +57,19 @@ def after_commit(session: AsyncSession, callback: Callable[[], None]) -> None:
     committed, never on a rollback. Kept in the session's `info`: SQLAlchemy's
     `after_commit` event costs a listener registration per transaction."""
     session.info.setdefault(_AFTER_COMMIT, []).append(callback)
+
+
+class _AutocommitWriter:
+    """A connection outside any transaction, with the notes of what its statements changed."""
+
+    def __init__(self, connection: AsyncConnection) -> None:
+        self._connection = connection
+        self.info: dict[Any, Any] = {}
+
+    async def execute(
+        self, statement: Executable, parameters: Mapping[str, Any] | None = None, /
+    ) -> Result[Any]:
+        return await self._connection.execute(statement, parameters)
 
 
 class Database:
@@ -312,6 +325,25 @@ class Database:
                 return
             async with self._statements.connect() as connection:
                 yield connection
+
+    @asynccontextmanager
+    async def autocommit(self) -> AsyncIterator[StatementWriter]:
+        """Yield a connection whose statements each commit on their own (PostgreSQL only).
+
+        For a change that is one statement and must hold its locks for no longer than that
+        statement: in a transaction they are held across the round trip to `COMMIT`,
+        which waits for this process's busy event loop (docs/performance.md). What the
+        statements note (`mark_changed`) reaches the commit listeners when the block ends
+        without an error. SQLite has no use for it: its one writer at a time already
+        runs a transaction in one thread hop (`transact`).
+        """
+        if self.dialect == "sqlite":
+            raise RuntimeError("autocommit() is for PostgreSQL; SQLite writes use transact()")
+        with _counted():
+            async with self._statements.connect() as connection:
+                writer = _AutocommitWriter(connection)
+                yield writer
+        self._committed(writer.info)
 
     @asynccontextmanager
     async def _within(

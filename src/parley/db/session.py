@@ -24,7 +24,16 @@ class StatementConnection(Protocol):
     ) -> Result[Any]: ...
 
 
+class StatementWriter(StatementConnection, Protocol):
+    """Where statements that change data can run and note what they changed
+    (`mark_changed`, `after_commit`): a transaction's session, or `Database.autocommit()`'s
+    connection, whose statements each commit on their own."""
+
+    @property
+    def info(self) -> dict[Any, Any]: ...
+
+
 Reader = Session | StatementConnection
 """Where a one-statement read can run: a transaction's session or a bare connection."""
 
-__all__ = ["DirectConnection", "Reader", "Session", "StatementConnection"]
+__all__ = ["DirectConnection", "Reader", "Session", "StatementConnection", "StatementWriter"]

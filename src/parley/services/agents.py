@@ -186,7 +186,10 @@ async def disable_agent(
     """Disable an agent (idempotent): it starts no conversation and takes no update.
 
     One unit of work that awaits nothing but its session, so on SQLite it is one thread
-    hop (`Database.transact`); so is `enable_agent`."""
+    hop (`Database.transact`); so is `enable_agent`. Where the database can, an agent
+    already disabled is noted in one statement (`_note_unchanged`)."""
+    if await _note_unchanged(ctx, org_id, ref, project, actor, "agent.disable", disabled=True):
+        return
 
     async def disable(session: Session) -> None:
         agent = await find_agent(session, org_id, ref, project, for_update=True)
@@ -202,7 +205,9 @@ async def disable_agent(
 async def enable_agent(
     ctx: Context, *, org_id: str, ref: str, project: str | None, actor: Actor
 ) -> None:
-    """Enable an agent again (idempotent)."""
+    """Enable an agent again (idempotent); one already enabled as `disable_agent` says."""
+    if await _note_unchanged(ctx, org_id, ref, project, actor, "agent.enable", disabled=False):
+        return
 
     async def enable(session: Session) -> None:
         agent = await find_agent(session, org_id, ref, project, for_update=True)
@@ -268,6 +273,53 @@ async def find_agent(
         except ProjectNotFound:
             raise AgentNotFound() from None
     return await agent_repo.find_named(session, org_id, project_name, ref, for_update=for_update)
+
+
+async def _note_unchanged(
+    ctx: Context,
+    org_id: str,
+    ref: str,
+    project: str | None,
+    actor: Actor,
+    action: str,
+    *,
+    disabled: bool,
+) -> bool:
+    """Record a disable (or enable) of an agent already in that state as one statement
+    that commits on its own and checks the state under the chain's lock
+    (`audit.record_guarded`): no lock is held across a round trip, so repeated calls do
+    not queue behind each other (docs/performance.md). An agent named by ID is read
+    first for its name (the event's details); one named by name needs no read.
+
+    False, with nothing written, where the database cannot, or when the agent is not
+    found in that state (absent, in another state, another organization's, or the chain
+    has no head yet): the caller then takes its locking path, which decides."""
+    if not audit.one_statement_appends(ctx):
+        return False
+    project_name = project or MAIN_PROJECT
+    if looks_like_id(ref, "agent"):
+        async with ctx.db.statement() as connection:
+            found = await agent_repo.name_of(connection, org_id, ref)
+        if found is None:
+            return False
+        name = found
+        guard = agent_repo.in_state(org_id, ref, disabled=disabled)
+    elif looks_like_id(project_name, "proj"):
+        return False  # a project named by its ID: the locking path resolves it
+    else:
+        name = ref
+        guard = agent_repo.named_in_state(org_id, project_name, ref, disabled=disabled)
+    async with ctx.db.autocommit() as writer:
+        event = await audit.record_guarded(
+            writer,
+            ctx,
+            org_id=org_id,
+            actor=actor,
+            action=action,
+            details={"name": name, "changed": False},
+            guard=guard,
+        )
+    return event is not None
 
 
 async def _record(

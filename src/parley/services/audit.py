@@ -10,7 +10,10 @@ Rules:
    event). The chain's head (last seq and hash) is stored too, so deleting the newest event
    shows as well.
 4. Appending locks the organization's chain first (`db.repos.audit.lock_chain`), so two
-   concurrent events never fork it.
+   concurrent events never fork it. Where the database can (PostgreSQL), `record_guarded`
+   appends in one statement: the lock, the hash (SQL's `sha256` over the canonical form
+   split around its `seq`), the insert and the head's move, only if a condition on another
+   row still holds under the lock.
 5. `verify_chains` recomputes every chain and names the first bad event of each.
 """
 
@@ -27,7 +30,7 @@ from typing import Any, Final
 
 from parley.clock import utcnow
 from parley.db.repos import audit as audit_repo
-from parley.db.session import Session
+from parley.db.session import Session, StatementWriter
 from parley.errors import InvalidCursor
 from parley.records import Actor, AuditEvent, Page
 from parley.services.context import DatabaseContext
@@ -68,7 +71,22 @@ ACTIONS: Final = frozenset(
 
 def canonical_form(event: AuditEvent) -> bytes:
     """Return the bytes that an event's hash covers: sorted, compact, UTF-8 JSON."""
-    body = {
+    return _dumps(_canonical_body(event)).encode("utf-8")
+
+
+def canonical_parts(event: AuditEvent) -> tuple[bytes, bytes]:
+    """Return the canonical form split around its `seq` value: `before + str(seq) + after`
+    is `canonical_form(event)`, so the database can hash an event whose `seq` (and
+    `prev_hash`) it learns only under the chain's lock. The top-level keys sort around
+    `seq`; each side is dumped on its own, so a `seq` inside `details` cannot confuse it."""
+    body = _canonical_body(event)
+    before = _dumps({key: value for key, value in body.items() if key < "seq"})
+    after = _dumps({key: value for key, value in body.items() if key > "seq"})
+    return (before[:-1] + ',"seq":').encode("utf-8"), ("," + after[1:]).encode("utf-8")
+
+
+def _canonical_body(event: AuditEvent) -> dict[str, Any]:
+    return {
         "org_id": event.org_id,
         "seq": event.seq,
         "action": event.action,
@@ -79,8 +97,10 @@ def canonical_form(event: AuditEvent) -> bytes:
         "details": event.details,
         "created_at": event.created_at.astimezone(UTC).isoformat(timespec="microseconds"),
     }
-    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return text.encode("utf-8")
+
+
+def _dumps(body: Mapping[str, Any]) -> str:
+    return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def chain_hash(event: AuditEvent) -> str:
@@ -99,12 +119,59 @@ async def record(
     details: Mapping[str, Any] | None = None,
 ) -> AuditEvent:
     """Append an event to the organization's chain, inside the caller's transaction."""
+    seq, prev_hash = await audit_repo.lock_chain(session, org_id)
+    unhashed = _unhashed(ctx, org_id, actor, action, target, details, seq + 1, prev_hash)
+    event = _with_hash(unhashed)
+    await audit_repo.append(session, event)
+    return event
+
+
+def one_statement_appends(ctx: DatabaseContext) -> bool:
+    """Whether `record_guarded` can append on this database (PostgreSQL)."""
+    return audit_repo.appends_in_one_statement(ctx.db.dialect)
+
+
+async def record_guarded(
+    writer: StatementWriter,
+    ctx: DatabaseContext,
+    *,
+    org_id: str,
+    actor: Actor,
+    action: str,
+    details: Mapping[str, Any] | None = None,
+    guard: audit_repo.Guard,
+) -> AuditEvent | None:
+    """Append an event about the guard's row (its target) as `record` would, in one
+    statement, if the guard still finds the row once the chain is locked (the row stays
+    share-locked until the commit); return it, or None when the guard finds nothing or the
+    chain has no head yet (nothing is written: the caller takes its locking path). Only
+    where `one_statement_appends` (PostgreSQL); with `Database.autocommit()` the statement
+    is its own transaction."""
+    unhashed = _unhashed(ctx, org_id, actor, action, "", details, 0, "")
+    before, _ = canonical_parts(unhashed)
+    appended = await audit_repo.append_guarded(writer, unhashed, before, guard)
+    if appended is None:
+        return None
+    seq, prev_hash, hashed, target = appended
+    written = {"seq": seq, "prev_hash": prev_hash, "hash": hashed, "target": target}
+    return AuditEvent(**{**_fields(unhashed), **written})
+
+
+def _unhashed(
+    ctx: DatabaseContext,
+    org_id: str,
+    actor: Actor,
+    action: str,
+    target: str,
+    details: Mapping[str, Any] | None,
+    seq: int,
+    prev_hash: str,
+) -> AuditEvent:
     if action not in ACTIONS:
         raise ValueError(f"unknown audit action {action!r}")
-    seq, prev_hash = await audit_repo.lock_chain(session, org_id)
-    unhashed = AuditEvent(
+    return AuditEvent(
         org_id=org_id,
-        seq=seq + 1,
+        seq=seq,
         action=action,
         target=target[:256],
         actor_kind=actor.kind,
@@ -116,9 +183,6 @@ async def record(
         prev_hash=prev_hash,
         hash="",
     )
-    event = _with_hash(unhashed)
-    await audit_repo.append(session, event)
-    return event
 
 
 def _with_hash(event: AuditEvent) -> AuditEvent:

@@ -10,7 +10,9 @@ Rules:
 2. A change drops the organization's copies at once in the process that made it: every
    change is audited in its own transaction, the audit append marks the organization
    changed (`db.database.mark_changed`), and the commit tells this model before the change
-   answers (`Database.add_commit_listener`).
+   answers (`Database.add_commit_listener`). An event that records no change (a guarded
+   append: services/audit.py rule 4) announces nothing; the generation it moves is seen
+   by rule 4's check, which drops copies that were still right.
 3. Other processes hear of it through the change feed (`stores.ChangeFeed`: Redis pub/sub
    in a fleet) and drop their copies too; a listener that (re)subscribes drops everything,
    since it may have missed announcements meanwhile.

@@ -13,6 +13,7 @@ from sqlalchemy import Row, Select, bindparam, delete, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from parley.db.pagination import after_cursor, cursor_params
+from parley.db.repos.audit import Guard
 from parley.db.session import Reader
 from parley.db.tables import AgentRow, PhoneNumberRow, ProjectRow
 from parley.errors import AgentNotFound, Forbidden, NameTaken, PhoneNumberTaken
@@ -242,6 +243,44 @@ async def set_disabled(session: AsyncSession, agent_id: str, *, at: datetime) ->
 
 async def set_enabled(session: AsyncSession, agent_id: str, *, at: datetime) -> None:
     await _set(session, agent_id, disabled_at=None, updated_at=at)
+
+
+async def name_of(reader: Reader, org_id: str, agent_id: str) -> str | None:
+    """Return the name of the organization's agent with this ID, if it has one."""
+    params = {"org_id": org_id, "agent_id": agent_id}
+    name: str | None = (await reader.execute(_NAME_OF, params)).scalar()
+    return name
+
+
+_NAME_OF = select(AgentRow.name).where(
+    AgentRow.id == bindparam("agent_id"), AgentRow.org_id == bindparam("org_id")
+)
+
+
+def in_state(org_id: str, agent_id: str, *, disabled: bool) -> Guard:
+    """The guard of an audit event about an agent (by ID) that is still disabled, or
+    still enabled (`audit.append_guarded`)."""
+    query = _BY_ID_DISABLED if disabled else _BY_ID_ENABLED
+    return Guard(query, {"guard_org_id": org_id, "guard_agent_id": agent_id})
+
+
+def named_in_state(org_id: str, project_name: str, name: str, *, disabled: bool) -> Guard:
+    """The same guard for an agent named in a project (by the project's name)."""
+    query = _NAMED_DISABLED if disabled else _NAMED_ENABLED
+    params = {"guard_org_id": org_id, "guard_project": project_name, "guard_name": name}
+    return Guard(query, params)
+
+
+_BY_ID = "SELECT id AS target FROM agents WHERE id = :guard_agent_id AND org_id = :guard_org_id"
+_NAMED = (
+    "SELECT agents.id AS target FROM agents JOIN projects ON projects.id = agents.project_id"
+    " WHERE projects.org_id = :guard_org_id AND projects.name = :guard_project"
+    " AND agents.name = :guard_name"
+)
+_BY_ID_DISABLED = _BY_ID + " AND disabled_at IS NOT NULL FOR SHARE"
+_BY_ID_ENABLED = _BY_ID + " AND disabled_at IS NULL FOR SHARE"
+_NAMED_DISABLED = _NAMED + " AND agents.disabled_at IS NOT NULL FOR SHARE OF agents"
+_NAMED_ENABLED = _NAMED + " AND agents.disabled_at IS NULL FOR SHARE OF agents"
 
 
 async def _set(session: AsyncSession, agent_id: str, **values: object) -> None:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
-from sqlalchemy import bindparam, insert, select, union, update
+from sqlalchemy import LargeBinary, TextClause, bindparam, insert, select, text, union, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from parley.db.database import mark_changed
-from parley.db.session import StatementConnection
+from parley.db.session import StatementConnection, StatementWriter
 from parley.db.tables import AuditEventRow, AuditHeadRow, OrganizationRow
 from parley.records import AuditEvent
 
@@ -117,6 +118,107 @@ _MOVE_HEAD = (
     .values(seq=bindparam("new_seq"), hash=bindparam("new_hash"))
     .execution_options(synchronize_session=False)  # no head is ever loaded as an object
 )
+
+
+@dataclass(frozen=True, slots=True)
+class Guard:
+    """The row an event of `append_guarded` is about, and a condition on it: `query`, a
+    `SELECT` of one row with `FOR SHARE` whose one column `target` is the event's target,
+    finds it only while the condition holds; `params` are its bound values."""
+
+    query: str
+    params: Mapping[str, object]
+
+
+def appends_in_one_statement(dialect: str) -> bool:
+    """Whether `append_guarded` runs on this dialect: PostgreSQL (SQLite has no `sha256`,
+    and its one writer at a time holds no lock across round trips anyway)."""
+    return dialect == "postgresql"
+
+
+async def append_guarded(
+    writer: StatementWriter, event: AuditEvent, before: bytes, guard: Guard
+) -> tuple[int, str, str, str] | None:
+    """Append `event` about the guard's row at the chain's head in one statement; return
+    the (seq, prev_hash, hash, target) written, or None (nothing written) when the guard
+    finds no row or the chain has no head yet.
+
+    The statement share-locks the guard's row, locks the head (`FOR UPDATE`: a concurrent
+    append waits, then this one reads the head it committed: READ COMMITTED re-reads a
+    locked row that changed, and re-checks the guard's), inserts the event with `seq` =
+    head + 1, `target` = the guard's `target` and `hash` = SHA-256(prev_hash || before ||
+    seq || `,"target":` JSON string `}`), computed by PostgreSQL (`before` is the
+    canonical form up to `seq`: services/audit.py; `target`, the last key, is rendered by
+    `to_json`, which escapes a string as `json.dumps` does), and moves the head. It
+    changes no other data, so it announces nothing to the read model. Run by
+    `Database.autocommit()`, the locks are held for this statement only
+    (docs/performance.md). `event`'s own `seq`, `target`, `prev_hash` and `hash` are ignored.
+    """
+    params = {
+        **guard.params,
+        "org_id": event.org_id,
+        "action": event.action,
+        "actor_kind": event.actor_kind,
+        "actor_id": event.actor_id,
+        "client": event.client,
+        "request_id": event.request_id,
+        "details": dict(event.details),
+        "created_at": event.created_at,
+        "before": before,
+    }
+    row = (await writer.execute(_guarded_append(guard.query), params)).first()
+    if row is None:
+        return None
+    # Not `mark_changed`: the statement writes the trail only, and the guard's row is as
+    # it was, so no copy of the organization's data is stale and there is nothing to
+    # announce (services/read_model.py rule 2). The generation it moves is still seen by
+    # the read model's check (rule 4), which then reloads copies that were right.
+    seq, prev_hash, hashed, target = tuple(row)
+    return seq, prev_hash, hashed, target
+
+
+_GUARDED_APPENDS: dict[str, TextClause] = {}
+
+
+def _guarded_append(guard_query: str) -> TextClause:
+    """The one-statement append under `guard_query`, built once per guard."""
+    statement = _GUARDED_APPENDS.get(guard_query)
+    if statement is None:
+        events = AuditEventRow.__table__.c
+        statement = text(_GUARDED_APPEND.format(guard=guard_query)).bindparams(
+            bindparam("details", type_=events.details.type),
+            bindparam("created_at", type_=events.created_at.type),
+            bindparam("before", type_=LargeBinary()),
+        )
+        _GUARDED_APPENDS[guard_query] = statement
+    return statement
+
+
+# Written as SQL, not Core: data-modifying CTEs feeding an UPDATE … FROM read plainer so.
+_GUARDED_APPEND = """\
+WITH guard AS ({guard}),
+head AS (
+    SELECT audit_heads.seq, audit_heads.hash, guard.target
+    FROM audit_heads, guard
+    WHERE audit_heads.org_id = :org_id
+    FOR UPDATE OF audit_heads
+),
+event AS (
+    INSERT INTO audit_events (org_id, seq, action, target, actor_kind, actor_id, client,
+                              request_id, details, created_at, prev_hash, hash)
+    SELECT :org_id, head.seq + 1, :action, head.target, :actor_kind, :actor_id, :client,
+           :request_id, :details, :created_at, head.hash,
+           encode(sha256(convert_to(head.hash, 'UTF8') || :before
+                         || convert_to((head.seq + 1)::text || ',"target":'
+                                       || to_json(head.target)::text || '}}', 'UTF8')),
+                  'hex')
+    FROM head
+    RETURNING seq, prev_hash, hash, target
+)
+UPDATE audit_heads SET seq = event.seq, hash = event.hash
+FROM event
+WHERE audit_heads.org_id = :org_id
+RETURNING event.seq, event.prev_hash, event.hash, event.target"""
 
 
 def _rowcount(result: object) -> int:
