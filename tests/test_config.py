@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from parley.composition.options import runtime_options
+from parley.composition.options import database_options, runtime_options
 from parley.config import Settings
 
 BOUND_VARIABLES = [
@@ -77,3 +77,23 @@ def test_secret_key_not_a_fernet_key_refused(monkeypatch: pytest.MonkeyPatch, va
 def test_secret_key_empty_means_unset(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PARLEY_SECRET_KEY", "")
     assert Settings(_env_file=None).secret_key is None  # type: ignore[call-arg]
+
+
+def test_database_pool_size_defaults_to_20_and_passed_down(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("PARLEY_DATABASE_POOL_SIZE", raising=False)
+    assert Settings(_env_file=None).database_pool_size == 20  # type: ignore[call-arg]
+    monkeypatch.setenv("PARLEY_DATABASE_POOL_SIZE", "7")
+    settings = Settings(_env_file=None)  # type: ignore[call-arg]
+    assert runtime_options(settings).database_pool_size == 7
+    assert database_options(settings).pool_size == 7
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "nope", "1001"])
+def test_database_pool_size_out_of_range_refused(
+    monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
+    monkeypatch.setenv("PARLEY_DATABASE_POOL_SIZE", value)
+    with pytest.raises(ValidationError):
+        Settings(_env_file=None)  # type: ignore[call-arg]

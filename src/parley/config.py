@@ -118,6 +118,8 @@ class Settings(BaseSettings):
     database_connect_timeout_seconds: float = Field(default=3.0, gt=0, le=300)
     database_statement_timeout_seconds: float = Field(default=5.0, gt=0, le=3600)
     database_pool_timeout_seconds: float = Field(default=3.0, gt=0, le=300)
+    # Connections each process keeps open to PostgreSQL (docs/reliability.md).
+    database_pool_size: int = Field(default=20, ge=1, le=1000)
 
     # What a client may hold (docs/reliability.md, "Slow clients and proxies"): a request's
     # headers and body arrive within these times, and a process keeps this many connections.

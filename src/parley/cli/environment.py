@@ -41,6 +41,7 @@ VARIABLES: tuple[tuple[str, str, str], ...] = (
     ("PARLEY_DATABASE_CONNECT_TIMEOUT_SECONDS", "3.0", "longest wait to connect to the database"),
     ("PARLEY_DATABASE_STATEMENT_TIMEOUT_SECONDS", "5.0", "longest database statement"),
     ("PARLEY_DATABASE_POOL_TIMEOUT_SECONDS", "3.0", "longest wait for a pooled connection"),
+    ("PARLEY_DATABASE_POOL_SIZE", "20", "PostgreSQL connections kept per process (+ half more)"),
     ("PARLEY_HTTP_HEADER_TIMEOUT_SECONDS", "10.0", "a request's line and headers within this"),
     ("PARLEY_HTTP_BODY_TIMEOUT_SECONDS", "30.0", "a request's body within this of its headers"),
     ("PARLEY_MAX_CONNECTIONS", "1000", "open connections per process; past it, 503"),

@@ -63,6 +63,7 @@ async def open_context(options: RuntimeOptions, *, clock: Clock) -> AsyncIterato
             connect_timeout=options.database_connect_timeout_seconds,
             statement_timeout=options.database_statement_timeout_seconds,
             pool_timeout=options.database_pool_timeout_seconds,
+            pool_size=options.database_pool_size,
         )
         stack.push_async_callback(database.dispose)
         sealing = open_secret_box(options.secret_key, database_url=options.database_url)

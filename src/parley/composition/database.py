@@ -29,6 +29,7 @@ async def open_database_context(
         connect_timeout=options.connect_timeout_seconds,
         statement_timeout=options.statement_timeout_seconds,
         pool_timeout=options.pool_timeout_seconds,
+        pool_size=options.pool_size,
     )
     try:
         if migrate:

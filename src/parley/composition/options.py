@@ -37,6 +37,7 @@ class RuntimeOptions:
     database_connect_timeout_seconds: float | None = None
     database_statement_timeout_seconds: float | None = None
     database_pool_timeout_seconds: float | None = None
+    database_pool_size: int | None = None
     instance_id: str = ""
     """This instance's name (empty: a fresh one, `new_instance_id()`)."""
     notices_redis_loss: bool = True
@@ -57,6 +58,7 @@ class DatabaseOptions:
     connect_timeout_seconds: float | None = None
     statement_timeout_seconds: float | None = None
     pool_timeout_seconds: float | None = None
+    pool_size: int | None = None
 
 
 def runtime_options(settings: Settings) -> RuntimeOptions:
@@ -76,6 +78,7 @@ def runtime_options(settings: Settings) -> RuntimeOptions:
         database_connect_timeout_seconds=settings.database_connect_timeout_seconds,
         database_statement_timeout_seconds=settings.database_statement_timeout_seconds,
         database_pool_timeout_seconds=settings.database_pool_timeout_seconds,
+        database_pool_size=settings.database_pool_size,
         instance_id=settings.instance_id or new_instance_id(),
         conversation_lease_seconds=settings.conversation_lease_seconds,
         secret_key=settings.secret_key.get_secret_value() if settings.secret_key else None,
@@ -89,6 +92,7 @@ def database_options(settings: Settings) -> DatabaseOptions:
         connect_timeout_seconds=settings.database_connect_timeout_seconds,
         statement_timeout_seconds=settings.database_statement_timeout_seconds,
         pool_timeout_seconds=settings.database_pool_timeout_seconds,
+        pool_size=settings.database_pool_size,
     )
 
 

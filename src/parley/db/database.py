@@ -22,6 +22,7 @@ from parley.db.direct import (
     run_units,
 )
 from parley.db.engine import (
+    POOL_SIZE,
     SQLITE_BUSY_TIMEOUT_MS,
     Timeouts,
     configure_sqlite_connection,
@@ -118,8 +119,10 @@ class Database:
         connect_timeout: float | None = None,
         statement_timeout: float | None = None,
         pool_timeout: float | None = None,
+        pool_size: int | None = None,
     ) -> Database:
-        """Open (lazily) the database at `url`; waits on it are bounded (seconds)."""
+        """Open (lazily) the database at `url`; waits on it are bounded (seconds); a
+        PostgreSQL pool keeps `pool_size` connections (None: `engine.POOL_SIZE`)."""
         defaults = Timeouts()
         timeouts = Timeouts(
             connect=connect_timeout or defaults.connect,
@@ -129,7 +132,8 @@ class Database:
         read_engine = None
         if url.startswith("sqlite"):
             read_engine = create_engine(url, timeouts=timeouts, read_only=True)
-        return cls(create_engine(url, timeouts=timeouts), timeouts, read_engine=read_engine)
+        engine = create_engine(url, timeouts=timeouts, pool_size=pool_size or POOL_SIZE)
+        return cls(engine, timeouts, read_engine=read_engine)
 
     @property
     def dialect(self) -> str:

@@ -43,8 +43,17 @@ class Timeouts:
     pool: float = 3.0
 
 
+POOL_SIZE = 20
+"""PostgreSQL connections a process keeps open, by default (PARLEY_DATABASE_POOL_SIZE)."""
+
+
 def create_engine(
-    url: str, *, echo: bool = False, timeouts: Timeouts | None = None, read_only: bool = False
+    url: str,
+    *,
+    echo: bool = False,
+    timeouts: Timeouts | None = None,
+    read_only: bool = False,
+    pool_size: int = POOL_SIZE,
 ) -> AsyncEngine:
     """Create the engine for `url` (sqlite+aiosqlite or postgresql+asyncpg).
 
@@ -55,11 +64,15 @@ def create_engine(
     connections: in WAL mode they read a snapshot without waiting for, or blocking, the
     writer, and any write through them fails.
 
-    PostgreSQL gets bounded connect, statement and pool-checkout times. A pooled connection
-    that the server closed is replaced at checkout without a round trip (asyncpg knows its
-    socket closed). On both, a connection that failed in a way that breaks it (see
-    `parley.db.errors.breaks_connection`) is discarded with every other pooled connection,
-    so a restarted or repaired database serves the next request.
+    PostgreSQL gets bounded connect, statement and pool-checkout times, and `pool_size`
+    connections kept open, plus half as many more for bursts. Those extra ones are closed
+    when they come back to a full pool, so a steady load above `pool_size` opens and closes
+    a connection (a PostgreSQL backend, a TLS attempt) for nearly every checkout: a fleet
+    disable at 32 connections spent a tenth of its CPU so with 10 (docs/performance.md).
+    A pooled connection that the server closed is replaced at checkout without a round
+    trip (asyncpg knows its socket closed). On both, a connection that failed in a way that
+    breaks it (see `parley.db.errors.breaks_connection`) is discarded with every other
+    pooled connection, so a restarted or repaired database serves the next request.
     """
     # hide_parameters: statement parameters hold secrets (a tool's endpoint headers, hashes
     # of credentials), so neither the SQL log nor a driver error's text may show them.
@@ -77,8 +90,8 @@ def create_engine(
             url,
             echo=echo,
             hide_parameters=True,
-            pool_size=10,
-            max_overflow=10,
+            pool_size=pool_size,
+            max_overflow=max(1, pool_size // 2),
             pool_timeout=bounds.pool,
             connect_args={
                 "timeout": bounds.connect,
