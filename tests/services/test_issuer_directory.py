@@ -178,3 +178,20 @@ async def test_issuer_policy_forget_not_undone_by_refresh_in_flight(held: Direct
     after = await asyncio.wait_for(held.policy(), 1)
     assert after is not None
     assert after.require_jti is True
+
+
+async def test_issuer_policy_aclose_waits_for_refreshes_forget_left_running(
+    held: Directory,
+) -> None:
+    held.clock.advance(POLICY_TTL_SECONDS * (REFRESH_AHEAD + 0.25))
+    assert (await held.policy()) is not None  # served; a refresh starts ahead, at the gate
+    await asyncio.sleep(0)
+    held.directory.forget(held.org_id)  # no longer the issuer's current refresh
+
+    closing = asyncio.ensure_future(held.directory.aclose())
+    await asyncio.sleep(0.05)
+    assert not closing.done()  # the refresh still waits at the gate
+    held.db.gate.set()
+
+    await asyncio.wait_for(closing, 1)
+    assert held.db.reads == 2

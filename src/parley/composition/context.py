@@ -88,6 +88,7 @@ async def open_context(options: RuntimeOptions, *, clock: Clock) -> AsyncIterato
         policies = IssuerDirectory(
             db=database, clock=clock, default_max_lifetime=options.jwt_max_lifetime_seconds
         )
+        stack.push_async_callback(policies.aclose)  # before the database closes
         runtime = JwtRuntime(
             fetcher=fetcher,
             key_cache=cache,

@@ -98,6 +98,8 @@ class IssuerDirectory:
         self._max_lifetime = default_max_lifetime
         self._policies: OrderedDict[str, tuple[float, jwt.IssuerPolicy | None]] = OrderedDict()
         self._refreshes: dict[str, asyncio.Task[jwt.IssuerPolicy | None]] = {}
+        self._running: set[asyncio.Task[jwt.IssuerPolicy | None]] = set()
+        """Every refresh not finished, the ones a `forget` left untracked too (`aclose`)."""
 
     async def policy(self, iss: str) -> jwt.IssuerPolicy | None:
         """Return the policy of the organization that registered `iss`, or None."""
@@ -122,6 +124,11 @@ class IssuerDirectory:
                 del self._policies[iss]
         self._refreshes.clear()
 
+    async def aclose(self) -> None:
+        """Wait for the refreshes still running (before the database closes)."""
+        if self._running:
+            await asyncio.gather(*self._running, return_exceptions=True)
+
     def _refresh(self, iss: str) -> asyncio.Task[jwt.IssuerPolicy | None]:
         """The issuer's refresh: the one running, or a new one."""
         running = self._refreshes.get(iss)
@@ -129,10 +136,12 @@ class IssuerDirectory:
             return running
         task = asyncio.get_running_loop().create_task(self._read(iss))
         self._refreshes[iss] = task
+        self._running.add(task)
         task.add_done_callback(functools.partial(self._refreshed, iss))
         return task
 
     def _refreshed(self, iss: str, task: asyncio.Task[jwt.IssuerPolicy | None]) -> None:
+        self._running.discard(task)
         if self._refreshes.get(iss) is task:
             del self._refreshes[iss]
         if not task.cancelled() and (error := task.exception()) is not None:
