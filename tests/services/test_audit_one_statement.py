@@ -7,13 +7,14 @@ the one-statement path on PostgreSQL (the only database that has it)."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from datetime import UTC, datetime
 
 import pytest
 from sqlalchemy import event, text
 from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from parley.db.database import Database, mark_changed
 from parley.db.engine import create_engine
@@ -167,6 +168,17 @@ async def test_unchanged_disable_of_other_organizations_agent_forbidden(ctx: Con
     assert await chain_events(ctx, other) == before
 
 
+@asynccontextmanager
+async def another_transaction(database_url: str) -> AsyncIterator[AsyncConnection]:
+    """A transaction on a connection of its own, committed when the block ends."""
+    other = create_engine(database_url)
+    try:
+        async with other.begin() as connection:
+            yield connection
+    finally:
+        await other.dispose()
+
+
 async def guarded(ctx: Context, org_id: str, agent_id: str, *, disabled: bool) -> AuditEvent | None:
     async with ctx.db.autocommit() as writer:
         return await audit.record_guarded(
@@ -200,18 +212,15 @@ async def test_guarded_append_rechecks_guard_after_waiting_for_its_row(
     agent = await make_agent(ctx, org_id)
     await agents.disable_agent(ctx, org_id=org_id, ref=agent.id, project=None, actor=ACTOR)
     before = await chain_events(ctx, org_id)
-    other = create_engine(database_url)
-    try:
-        async with other.begin() as connection:  # a concurrent enable, not yet committed
-            await connection.execute(
-                text("UPDATE agents SET disabled_at = NULL WHERE id = :id"), {"id": agent.id}
-            )
-            waiting = asyncio.ensure_future(guarded(ctx, org_id, agent.id, disabled=True))
-            await asyncio.sleep(0.3)
-            assert not waiting.done()  # blocked on the agent's row
-        appended = await asyncio.wait_for(waiting, 10)
-    finally:
-        await other.dispose()
+
+    async with another_transaction(database_url) as connection:  # an enable, uncommitted
+        await connection.execute(
+            text("UPDATE agents SET disabled_at = NULL WHERE id = :id"), {"id": agent.id}
+        )
+        waiting = asyncio.ensure_future(guarded(ctx, org_id, agent.id, disabled=True))
+        await asyncio.sleep(0.3)
+        assert not waiting.done()  # blocked on the agent's row
+    appended = await asyncio.wait_for(waiting, 10)
 
     assert appended is None
     assert await chain_events(ctx, org_id) == before
@@ -226,23 +235,19 @@ async def test_guarded_append_links_to_head_committed_while_it_waited(
     await agents.disable_agent(ctx, org_id=org_id, ref=agent.id, project=None, actor=ACTOR)
     async with ctx.db.read() as session:
         seq, _ = await audit_repo.head_of(session, org_id) or (0, "")
-    other = create_engine(database_url)
-    try:
-        async with other.begin() as connection:  # holds the chain's head, then moves it
-            await connection.execute(
-                text("SELECT seq FROM audit_heads WHERE org_id = :org FOR UPDATE"),
-                {"org": org_id},
-            )
-            waiting = asyncio.ensure_future(guarded(ctx, org_id, agent.id, disabled=True))
-            await asyncio.sleep(0.3)
-            assert not waiting.done()  # blocked on the head
-            await connection.execute(
-                text("UPDATE audit_heads SET seq = seq + 1, hash = :h WHERE org_id = :org"),
-                {"org": org_id, "h": "b" * 64},
-            )
-        appended = await asyncio.wait_for(waiting, 10)
-    finally:
-        await other.dispose()
+
+    async with another_transaction(database_url) as connection:  # holds the head, moves it
+        await connection.execute(
+            text("SELECT seq FROM audit_heads WHERE org_id = :org FOR UPDATE"), {"org": org_id}
+        )
+        waiting = asyncio.ensure_future(guarded(ctx, org_id, agent.id, disabled=True))
+        await asyncio.sleep(0.3)
+        assert not waiting.done()  # blocked on the head
+        await connection.execute(
+            text("UPDATE audit_heads SET seq = seq + 1, hash = :h WHERE org_id = :org"),
+            {"org": org_id, "h": "b" * 64},
+        )
+    appended = await asyncio.wait_for(waiting, 10)
 
     assert appended is not None
     assert (appended.seq, appended.prev_hash, appended.target) == (seq + 2, "b" * 64, agent.id)

@@ -78,16 +78,9 @@ async def append(session: AsyncSession, event: AuditEvent) -> None:
     await session.execute(
         _INSERT_EVENT,
         {
-            "org_id": event.org_id,
+            **_described(event),
             "seq": event.seq,
-            "action": event.action,
             "target": event.target,
-            "actor_kind": event.actor_kind,
-            "actor_id": event.actor_id,
-            "client": event.client,
-            "request_id": event.request_id,
-            "details": dict(event.details),
-            "created_at": event.created_at,
             "prev_hash": event.prev_hash,
             "hash": event.hash,
         },
@@ -154,18 +147,7 @@ async def append_guarded(
     `Database.autocommit()`, the locks are held for this statement only
     (docs/performance.md). `event`'s own `seq`, `target`, `prev_hash` and `hash` are ignored.
     """
-    params = {
-        **guard.params,
-        "org_id": event.org_id,
-        "action": event.action,
-        "actor_kind": event.actor_kind,
-        "actor_id": event.actor_id,
-        "client": event.client,
-        "request_id": event.request_id,
-        "details": dict(event.details),
-        "created_at": event.created_at,
-        "before": before,
-    }
+    params = {**guard.params, **_described(event), "before": before}
     row = (await writer.execute(_guarded_append(guard.query), params)).first()
     if row is None:
         return None
@@ -219,6 +201,20 @@ UPDATE audit_heads SET seq = event.seq, hash = event.hash
 FROM event
 WHERE audit_heads.org_id = :org_id
 RETURNING event.seq, event.prev_hash, event.hash, event.target"""
+
+
+def _described(event: AuditEvent) -> dict[str, object]:
+    """An event's columns that do not depend on its place in the chain."""
+    return {
+        "org_id": event.org_id,
+        "action": event.action,
+        "actor_kind": event.actor_kind,
+        "actor_id": event.actor_id,
+        "client": event.client,
+        "request_id": event.request_id,
+        "details": dict(event.details),
+        "created_at": event.created_at,
+    }
 
 
 def _rowcount(result: object) -> int:
