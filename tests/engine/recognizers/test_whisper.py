@@ -15,7 +15,7 @@ from parley.engine import AudioFormat, RecognizerUnavailable, Utterance, Whisper
 from parley.engine.audio import StreamResampler, decode
 from parley.engine.errors import RecognizerOverloaded
 from parley.engine.recognizers import RecognitionQueue, check_model_dir, default_model_dir
-from parley.engine.recognizers.whisper import cut_loops, cut_repeat
+from parley.engine.recognizers.whisper import cut_loops, cut_repeat, cut_tail_repeat
 
 pytestmark = pytest.mark.anyio
 
@@ -107,6 +107,25 @@ def test_whisper_repeat_cut() -> None:
 )
 def test_whisper_loop_cut(text: str, kept: str) -> None:
     assert cut_loops(text) == kept
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        (
+            "Guten Tag, ich möchte mit einem Art Station mit einem Art Station.",
+            "Guten Tag, ich möchte mit einem Art Station.",
+        ),
+        ("I need a table for four, a table for four", "I need a table for four"),
+        ("Very, very good.", "Very, very good."),
+        ("I said no, I said no, and left.", "I said no, I said no, and left."),
+        ("a table for a table for", "a table for"),
+        ("Thank you, thank you very much.", "Thank you, thank you very much."),
+    ],
+    ids=["german-tail", "no-final-stop", "two-words-stay", "followed-stays", "all", "no-repeat"],
+)
+def test_whisper_tail_repeat_cut(text: str, kept: str) -> None:
+    assert cut_tail_repeat(text) == kept
 
 
 def test_whisper_bundled_model_is_a_model() -> None:

@@ -221,7 +221,7 @@ class WhisperRecognizer:
         heard = language if multilingual else "en"
         if detect and multilingual:
             heard = heard_language(model.model, encoded, language)
-        return cut_loops(cut_repeat(tokenizer.decode(words).strip())), heard
+        return cut_tail_repeat(cut_loops(cut_repeat(tokenizer.decode(words).strip()))), heard
 
 
 def heard_language(model: Any, encoded: Any, expected: str) -> str:
@@ -247,6 +247,30 @@ def cut_repeat(text: str) -> str:
         if [w.lower().strip(".,!?") for w in words[index : index + len(head)]] == head:
             return " ".join(words[:index])
     return text
+
+
+def cut_tail_repeat(text: str) -> str:
+    """Keep one of a phrase of 3 to 8 words that ends the transcript said twice in a row.
+
+    "ich möchte mit einem Art Station mit einem Art Station." -> "ich möchte mit einem Art
+    Station.": the decoder starting over on the padding after the speech (seen with `base`
+    on a CPU without AVX-512, whose int8 kernels decode slightly differently). Words compare
+    without case or punctuation; the final punctuation is kept. Shorter phrases ("very,
+    very") and repeats followed by other words are speech, and stay.
+    """
+    words = text.split()
+    keys = [_PUNCTUATION_AROUND.sub("", word.lower()) for word in words]
+    for size in range(min(8, len(words) // 2), 2, -1):
+        if keys[-size:] == keys[-2 * size : -size] and all(keys[-size:]):
+            kept = words[:-size]
+            ending = words[-1][len(words[-1].rstrip(".,!?;:")) :]
+            if not kept[-1].endswith((".", "!", "?")):
+                kept[-1] = kept[-1].rstrip(",;:") + ending
+            return " ".join(kept)
+    return text
+
+
+_PUNCTUATION_AROUND = re.compile(r"^[^\w$]+|[^\w%]+$")
 
 
 def cut_loops(text: str) -> str:
