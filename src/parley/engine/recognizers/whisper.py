@@ -11,7 +11,8 @@ silence, which is 4 to 5 times faster for a short turn (0.11 s instead of 0.55 s
 speech on this 2-core machine) with the same words on our test sentences. Less padding made
 whisper repeat the sentence; a guard cuts such a repeat anyway, another keeps one of a phrase
 of 1 to 4 words said 3 or more times in a row (greedy decoding's loop on unclear speech,
-bench/heldout_speech.py), and the output length is bounded by the audio's duration.
+bench/heldout_speech.py), a third one of a phrase of 3 to 8 words that ends the transcript
+said twice, and the output length is bounded by the audio's duration.
 Decoding is greedy (beam 1), without timestamps. A `prefix` (the words partial decodes
 already agreed on) is forced onto the decoder, so a final decode only generates the tail.
 An utterance whisper itself judges to be no speech (`no_speech_prob` above 0.6) gives no
