@@ -38,7 +38,9 @@ bench/ws_handshakes.py.
 Before a row is measured, one request must answer 2xx (101 for WebSockets), else the row is
 reported as failed. For each row it prints req/s, p50 and p99 (ms), each figure's ratio to
 the reference row (the peer doing the same work; for latencies above 1 means slower) and
-the count of non-2xx answers (socket errors and timeouts included). `--json FILE` writes
+the count of non-2xx answers (socket errors and timeouts included), and the server's CPU
+time a request (all its processes, a database server's not counted: steadier than req/s
+on a shared machine). `--json FILE` writes
 every figure. `--profile DIR` records each Parley row with py-spy (raw collapsed stacks,
 one file a row; sampling slows the server, so such figures are not comparable) and prints
 the top functions. Last, it prints each goal of issue #23 with the ratio measured and
@@ -170,6 +172,7 @@ class Result:
     reference: str = "peer-naive"
     failed: str | None = None
     note: str | None = None
+    server_cpu_ms: float = float("nan")
     ratios: dict[str, float] = field(default_factory=dict)
 
 
@@ -199,7 +202,7 @@ def _ratio(result: Result, name: str) -> str:
 def print_table(results: list[Result]) -> None:
     header = (
         f"{'mode':<10} {'row':<21} {'req/s':>8} {'x':>5} {'p50 ms':>8} {'x':>5} "
-        f"{'p99 ms':>8} {'x':>5}  {'ref':<11} {'non-2xx':>7}"
+        f"{'p99 ms':>8} {'x':>5}  {'ref':<11} {'non-2xx':>7} {'cpu ms':>6}"
     )
     print(header)
     print("-" * len(header))
@@ -210,12 +213,13 @@ def print_table(results: list[Result]) -> None:
         print(
             f"{r.mode:<10} {r.row:<21} {r.rps:8.0f} {_ratio(r, 'rps')} {r.p50_ms:8.1f} "
             f"{_ratio(r, 'p50_ms')} {r.p99_ms:8.1f} {_ratio(r, 'p99_ms')}  {r.reference:<11} "
-            f"{r.non_2xx:7d}"
+            f"{r.non_2xx:7d} {r.server_cpu_ms:6.2f}"
         )
     for r in results:
         if r.failed is None and (r.non_2xx or r.note):
             detail = f"statuses {r.statuses}, socket errors {r.errors}" if r.non_2xx else ""
             print(f"  {r.mode}/{r.row}: {'; '.join(x for x in (detail, r.note) if x)}")
+    print("  (cpu ms: the server's CPU time a request, all its processes; not the database's)")
 
 
 def goal_lines(results: list[Result]) -> list[str]:
@@ -288,6 +292,21 @@ class Process:
             except httpx.HTTPError:
                 time.sleep(0.2)
         raise RuntimeError(f"{self.name} did not answer within {START_TIMEOUT_S:.0f} s")
+
+    def cpu_seconds(self) -> float:
+        """CPU time (user + system) of every process of the server's group so far."""
+        tick = os.sysconf("SC_CLK_TCK")
+        total = 0
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:  # exited meanwhile
+                continue
+            if int(fields[2]) == self.process.pid:  # its process group
+                total += int(fields[11]) + int(fields[12])
+        return total / tick
 
     def check_alive(self) -> None:
         if self.process.poll() is not None:
@@ -447,7 +466,12 @@ def probe(target: Target) -> str | None:
 
 
 def measure_http(
-    mode: str, row: str, target: Target, args: argparse.Namespace, warmup: Target | None = None
+    mode: str,
+    row: str,
+    target: Target,
+    args: argparse.Namespace,
+    server: Process,
+    warmup: Target | None = None,
 ) -> Result:
     result = Result(mode, row)
     refused = probe(target)
@@ -455,7 +479,9 @@ def measure_http(
         result.failed = refused
         return result
     run_wrk(warmup or target, WARMUP_S, args.connections)
+    cpu_before = server.cpu_seconds()
     figures = run_wrk(target, args.duration, args.connections)
+    set_server_cpu(result, server.cpu_seconds() - cpu_before, figures["requests"])
     seconds = figures["duration_us"] / 1e6
     result.rps = figures["requests"] / seconds if seconds else 0.0
     result.p50_ms = figures["p50_us"] / 1000
@@ -468,7 +494,11 @@ def measure_http(
 
 
 def measure_ws(
-    mode: str, row: str, urls: Callable[[], Iterator[str]], args: argparse.Namespace
+    mode: str,
+    row: str,
+    urls: Callable[[], Iterator[str]],
+    args: argparse.Namespace,
+    server: Process,
 ) -> Result:
     result = Result(mode, row)
     refused = ws_handshakes.probe(next(urls()))
@@ -476,7 +506,9 @@ def measure_ws(
         result.failed = refused
         return result
     ws_handshakes.measure(urls(), args.connections, WARMUP_S)
+    cpu_before = server.cpu_seconds()
     figures = ws_handshakes.measure(urls(), args.connections, args.duration)
+    set_server_cpu(result, server.cpu_seconds() - cpu_before, figures["requests"])
     result.rps = figures["rps"]
     result.p50_ms = figures["p50_ms"]
     result.p99_ms = figures["p99_ms"]
@@ -486,6 +518,12 @@ def measure_ws(
     if figures["client_cpu"] > 0.9:
         result.note += " (the client may be the ceiling)"
     return result
+
+
+def set_server_cpu(result: Result, cpu_seconds: float, requests: int) -> None:
+    """The server's CPU time a request: steadier than req/s on a shared machine, and
+    what a change to the request path changes (a database server's own CPU not counted)."""
+    result.server_cpu_ms = cpu_seconds * 1000 / requests if requests else float("nan")
 
 
 # -- peers -------------------------------------------------------------------------------
@@ -549,7 +587,7 @@ class Bench:
                 "peers",
                 "peer-naive",
                 "peer_naive:app",
-                lambda s: measure_http("peers", "peer-naive", self.conversation_target(s), args),
+                lambda s: measure_http("peers", "peer-naive", self.conversation_target(s), args, s),
             )
         if self.wanted("peer-db"):
             self.peer_db("peers")
@@ -561,7 +599,7 @@ class Bench:
                 "peer-health",
                 "peer_bare:app",
                 lambda s: measure_http(
-                    "peers", "peer-health", Target("GET", s.http + "/health"), args
+                    "peers", "peer-health", Target("GET", s.http + "/health"), args, s
                 ),
             )
         if self.wanted("peer-ws"):
@@ -571,7 +609,7 @@ class Bench:
                     while True:
                         yield server.ws + "/"
 
-                return measure_ws("peers", "peer-ws", urls, args)
+                return measure_ws("peers", "peer-ws", urls, args, server)
 
             self.run_peer(
                 "peers",
@@ -588,7 +626,7 @@ class Bench:
             mode,
             "peer-db",
             "peer_db:app",
-            lambda s: measure_http(mode, "peer-db", self.conversation_target(s), self.args),
+            lambda s: measure_http(mode, "peer-db", self.conversation_target(s), self.args, s),
             **env,
         )
 
@@ -600,7 +638,8 @@ class Bench:
 
         def write(server: Process) -> Result:
             url = f"{server.http}/v1/agents/{DISABLE_AGENT}/disable"
-            return measure_http(mode, "peer-write", Target("POST", url, PEER_API_KEY), self.args)
+            target = Target("POST", url, PEER_API_KEY)
+            return measure_http(mode, "peer-write", target, self.args, server)
 
         self.run_peer(mode, "peer-write", "peer_db:app", write, **env)
 
@@ -654,7 +693,9 @@ class Bench:
         if row == "ws-session":
             token = create_session_token(server, key)
             urls = functools.partial(_repeat, f"{server.ws}/v1/sts/ws?session_token={token}")
-            return self.profiled(mode, row, server, lambda: measure_ws(mode, row, urls, args))
+            return self.profiled(
+                mode, row, server, lambda: measure_ws(mode, row, urls, args, server)
+            )
         if row == "conversation-jwt":
             target = conversation
         elif row == "conversation-jwt-jti":
@@ -669,7 +710,10 @@ class Bench:
             )
             # The warm-up sends the token without `jti`: the file's tokens are for the row.
             return self.profiled(
-                mode, row, server, lambda: measure_http(mode, row, target, args, conversation)
+                mode,
+                row,
+                server,
+                lambda: measure_http(mode, row, target, args, server, conversation),
             )
         elif row == "agent":
             target = Target("GET", f"{server.http}/v1/agents/{AGENT}", key)
@@ -679,7 +723,9 @@ class Bench:
             target = Target("POST", f"{server.http}/v1/agents/{DISABLE_AGENT}/disable", key)
         else:
             target = Target("GET", f"{server.http}/health")
-        return self.profiled(mode, row, server, lambda: measure_http(mode, row, target, args))
+        return self.profiled(
+            mode, row, server, lambda: measure_http(mode, row, target, args, server)
+        )
 
     def parley_ws(self, mode: str, server: Process) -> Result:
         count = max(WS_TOKENS_MIN, math.ceil(self.args.duration * WS_TOKENS_PER_SECOND))
@@ -694,7 +740,7 @@ class Bench:
             while True:
                 yield base + self.signer.mint(WS_CONVERSATION, jti=True)
 
-        return measure_ws(mode, "ws-jwt", urls, self.args)
+        return measure_ws(mode, "ws-jwt", urls, self.args, server)
 
     def profiled(self, mode: str, row: str, server: Process, run: Callable[[], Result]) -> Result:
         """Run one row; with --profile, py-spy records the server during the measurement."""
