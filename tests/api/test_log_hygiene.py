@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import logging
 
+import pytest
+
+from parley.api import log_hygiene
 from parley.api.log_hygiene import ServerLogHygiene, redact
+from parley.api.uvicorn_ws import WarningsAndErrors
 
 
 def test_redact_credential_query_parameters() -> None:
@@ -44,3 +48,22 @@ def test_refused_handshake_false_alarm_dropped() -> None:
         None,
     )
     assert not ServerLogHygiene().filter(record)
+
+
+def test_websocket_protocol_logs_warnings_and_errors_only(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="uvicorn.error")
+    log_hygiene.install()  # as the app does: its records pass uvicorn.error's filter
+    logger = WarningsAndErrors(logging.getLogger("uvicorn.error"))
+    assert not logger.isEnabledFor(logging.INFO)
+    assert logger.level == logging.WARNING  # what uvicorn reads before its TRACE lines
+    logger.info("connection open")
+    logger.debug("> HTTP/1.1 101 Switching Protocols")
+    logger.warning("a warning about %s", "?jwt=eyJ.e30.sig")
+    logger.error("an error")
+    messages = [(r.name, r.levelno, r.getMessage()) for r in caplog.records]
+    assert messages == [
+        ("uvicorn.error", logging.WARNING, "a warning about ?jwt=[redacted]"),
+        ("uvicorn.error", logging.ERROR, "an error"),
+    ]

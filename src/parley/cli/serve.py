@@ -111,6 +111,7 @@ def _run_uvicorn(*, host: str, port: int, workers: int, settings: Settings) -> N
         ws=WS_PROTOCOL,  # shutdown closes sockets with 1001 (parley/api/uvicorn_ws.py)
         # API.md section 8: a frame over 1 MiB closes the socket with 1009.
         ws_max_size=MAX_MESSAGE_BYTES,
+        ws_per_message_deflate=False,
         access_log=False,
         proxy_headers=bool(trusted_proxies),
         forwarded_allow_ips=trusted_proxies or None,

@@ -16,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, a
 from parley import metrics
 from parley.db.direct import (
     DirectReads,
+    InlineReads,
     Unit,
     core_engine_over,
     in_core_transaction,
@@ -100,6 +101,11 @@ class Database:
         self.direct_reads = (
             DirectReads(functools.partial(_open_reader, self.read_engine), SQLITE_READ_THREADS)
             if read_engine is not None and read_engine.dialect.name == "sqlite"
+            else None
+        )
+        self.inline_reads = (
+            InlineReads(functools.partial(_open_inline, self.read_engine), self.direct_reads)
+            if self.direct_reads is not None
             else None
         )
         self._probe = SharedProbe(self.ping)
@@ -331,6 +337,20 @@ class Database:
                 yield connection
 
     @asynccontextmanager
+    async def point_read(self) -> AsyncIterator[StatementConnection]:
+        """Yield a connection for one Core `SELECT` that an index answers with a row or
+        two, whose columns need no type conversion (text, integers): `statement()`, but on
+        SQLite it runs in the event loop's own thread, with no thread hop (`InlineReads`).
+        For the hottest look-ups only, with statements built once.
+        """
+        if self.inline_reads is None:
+            async with self.statement() as connection:
+                yield connection
+            return
+        with _counted():
+            yield self.inline_reads
+
+    @asynccontextmanager
     async def autocommit(self) -> AsyncIterator[StatementWriter]:
         """Yield a connection whose statements each commit on their own (PostgreSQL only).
 
@@ -416,6 +436,8 @@ class Database:
             self._direct_core = None  # never disposed: its one connection is closed here
             await asyncio.get_running_loop().run_in_executor(executor, connection.close)
             executor.shutdown(wait=False)
+        if self.inline_reads is not None:
+            self.inline_reads.close()
         if self.direct_reads is not None:
             await asyncio.get_running_loop().run_in_executor(None, self.direct_reads.close)
         await self.engine.dispose()
@@ -434,12 +456,21 @@ def _open_reader(engine: AsyncEngine) -> sqlite3.Connection:
     return _open_sqlite(args, kwargs, read_only=True)
 
 
+def _open_inline(engine: AsyncEngine) -> sqlite3.Connection:
+    """A read-only connection to the file of `engine` for the event loop's own thread: it
+    never waits for a lock (SQLite answers busy at once: `InlineReads` hops instead)."""
+    args, kwargs = engine.dialect.create_connect_args(engine.url)
+    return _open_sqlite(args, kwargs, read_only=True, waits=False)
+
+
 def _open_sqlite(
-    args: Sequence[Any], kwargs: Mapping[str, Any], *, read_only: bool
+    args: Sequence[Any], kwargs: Mapping[str, Any], *, read_only: bool, waits: bool = True
 ) -> sqlite3.Connection:
     options = {**kwargs, "timeout": 30, "isolation_level": None, "check_same_thread": not read_only}
     connection: sqlite3.Connection = sqlite3.connect(*args, **options)
     configure_sqlite_connection(connection, read_only=read_only)
+    if not waits:
+        connection.execute("PRAGMA busy_timeout=0")  # after the pragmas, which may wait
     return connection
 
 

@@ -19,6 +19,8 @@ from typing import Any, Generic, TypeVar
 
 from sqlalchemy import Connection, Engine, Executable, FrozenResult, Result, event
 from sqlalchemy import create_engine as create_sync_engine
+from sqlalchemy.dialects import sqlite
+from sqlalchemy.engine.result import IteratorResult, SimpleResultMetaData
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.pool import SingletonThreadPool, StaticPool
 
@@ -128,3 +130,71 @@ class DirectReads:
         if executor is not None:
             executor.shutdown(wait=True)
         self.engine.dispose()
+
+
+class InlineReads:
+    """SQLite's key look-ups (`Database.point_read()`) in the event loop's own thread.
+
+    A `SELECT` that an index answers with a row or two takes SQLite about 10 µs; the
+    thread hop of `DirectReads` costs the process some 300 µs of GIL time (the executor's
+    futures, the loop's wake-up, SQLAlchemy's execution in the thread), and on two cores the
+    GIL, not the loop, bounded the WebSocket handshake (docs/performance.md). A WAL reader
+    never waits for the writer, so the read runs here, on a read-only connection of the
+    loop's own, without SQLAlchemy's execution: each statement is compiled once for SQLite
+    and its columns come back as sqlite3 returns them (text, integers, floats: no type
+    conversion, so only for columns that need none). Should SQLite ever answer busy (a WAL
+    being recovered), the read takes the thread hop instead of waiting in the loop.
+    """
+
+    def __init__(self, connect: Callable[[], sqlite3.Connection], fallback: DirectReads) -> None:
+        self._connect = connect
+        self._fallback = fallback
+        self._connection: sqlite3.Connection | None = None  # opened by the first read
+        self._compiled: dict[Executable, tuple[str, tuple[str, ...]]] = {}
+
+    async def execute(
+        self, statement: Executable, parameters: Mapping[str, Any] | None = None
+    ) -> Result[Any]:
+        """Run `statement` (one `SELECT` by key); return its rows."""
+        sql, names = self._compile(statement)
+        given = parameters or {}
+        connection = self._connection or await self._open()
+        try:
+            cursor = connection.execute(sql, [given[name] for name in names])
+            rows = cursor.fetchall()
+        except sqlite3.OperationalError as error:
+            if error.sqlite_errorcode & 0xFF not in _BUSY:  # extended codes: BUSY_RECOVERY…
+                raise
+            return await self._fallback.execute(statement, parameters)
+        keys = [column[0] for column in cursor.description]
+        return IteratorResult(SimpleResultMetaData(keys), iter(rows))
+
+    async def _open(self) -> sqlite3.Connection:
+        """Open the connection in a thread (its pragmas may wait for a lock), once."""
+        opened = await asyncio.to_thread(self._connect)
+        if self._connection is None:
+            self._connection = opened
+        else:  # another read opened it meanwhile
+            opened.close()
+        return self._connection
+
+    def _compile(self, statement: Executable) -> tuple[str, tuple[str, ...]]:
+        known = self._compiled.get(statement)
+        if known is None:
+            if len(self._compiled) >= _COMPILED_MAX:  # statements are built once: never
+                self._compiled.clear()
+            compiled = statement.compile(dialect=_SQLITE)  # type: ignore[attr-defined]
+            known = (compiled.string, tuple(compiled.positiontup or ()))
+            self._compiled[statement] = known
+        return known
+
+    def close(self) -> None:
+        """Close the loop's connection (a later read opens it again)."""
+        connection, self._connection = self._connection, None
+        if connection is not None:
+            connection.close()
+
+
+_SQLITE = sqlite.dialect(paramstyle="qmark")
+_COMPILED_MAX = 256
+_BUSY = {sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED}

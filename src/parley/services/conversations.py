@@ -232,7 +232,7 @@ async def check_can_open(
 ) -> None:
     """Refuse a handshake for a conversation that has ended, or that does not exist (unless
     `missing_ok`: a JWT's conversation is created by its first socket)."""
-    async with ctx.db.statement() as connection:  # one SELECT: no transaction needed
+    async with ctx.db.point_read() as connection:  # by key, in the loop's thread on SQLite
         status = await conversation_repo.status_of(connection, org_id, conversation_id)
     if status is None:
         if missing_ok:

@@ -1,0 +1,129 @@
+"""`Database.point_read()`: a look-up by key. On SQLite it runs in the event loop's own
+thread, with no thread hop, and never waits there: a busy database sends it to a reading
+thread instead. On PostgreSQL it is `statement()`."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from datetime import UTC, datetime
+
+import pytest
+from sqlalchemy import bindparam, select
+
+from parley.db.database import Database
+from parley.db.repos import conversations as conversation_repo
+from parley.db.tables import OrganizationRow
+from parley.errors import Unavailable
+
+pytestmark = pytest.mark.anyio
+
+_ORGANIZATIONS = OrganizationRow.__table__
+_NAME_OF = select(_ORGANIZATIONS.c.name).where(_ORGANIZATIONS.c.id == bindparam("id"))
+
+
+async def _add_organization(database: Database, org_id: str, name: str) -> None:
+    async with database.transaction() as session:
+        session.add(OrganizationRow(id=org_id, name=name, created_at=datetime.now(UTC)))
+
+
+async def test_point_read_finds_row_by_key_and_sees_commits_at_once(database: Database) -> None:
+    if database.dialect != "sqlite":
+        assert database.inline_reads is None  # PostgreSQL: `statement()`, a pooled connection
+    async with database.point_read() as connection:
+        assert (await connection.execute(_NAME_OF, {"id": "org_point"})).scalar() is None
+    await _add_organization(database, "org_point", "point")
+    async with database.point_read() as connection:
+        assert (await connection.execute(_NAME_OF, {"id": "org_point"})).scalar() == "point"
+    async with database.point_read() as connection:  # a repository's statement, unchanged
+        assert await conversation_repo.status_of(connection, "org_point", "conv_none") is None
+
+
+async def test_point_read_on_sqlite_runs_in_event_loop_thread(
+    sqlite_database: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    database = sqlite_database
+    await _add_organization(database, "org_inline", "inline")
+    assert database.inline_reads is not None
+    assert database.direct_reads is not None
+    hops = 0
+    original = database.direct_reads.execute
+
+    async def counted(*args: object, **kwargs: object) -> object:
+        nonlocal hops
+        hops += 1
+        return await original(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(database.direct_reads, "execute", counted)
+    async with database.point_read() as connection:
+        await connection.execute(_NAME_OF, {"id": "org_inline"})  # opens its connection
+    loop_connection = database.inline_reads._connection
+    assert loop_connection is not None
+    ran: list[tuple[int, str]] = []  # SQLite calls this in the thread that runs the statement
+    loop_connection.set_trace_callback(lambda sql: ran.append((threading.get_ident(), sql)))
+    for _ in range(20):
+        async with database.point_read() as connection:
+            result = await connection.execute(_NAME_OF, {"id": "org_inline"})
+            assert result.scalar() == "inline"
+    assert len(ran) == 20
+    assert {thread for thread, _sql in ran} == {threading.get_ident()}  # the loop's thread
+    assert all(sql.startswith("SELECT organizations.name") for _thread, sql in ran)
+    assert hops == 0
+
+
+async def test_point_read_on_busy_sqlite_takes_thread_hop_loop_never_waits(
+    sqlite_database: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    database = sqlite_database
+    await _add_organization(database, "org_busy", "busy")
+    assert database.inline_reads is not None
+    assert database.direct_reads is not None
+    async with database.point_read() as connection:  # opens the loop's connection
+        await connection.execute(_NAME_OF, {"id": "org_busy"})
+    loop_connection = database.inline_reads._connection
+    assert loop_connection is not None
+    # SQLite never waits in the loop: it answers busy at once, and the read goes elsewhere.
+    assert loop_connection.execute("PRAGMA busy_timeout").fetchone() == (0,)
+    hops = 0
+    original = database.direct_reads.execute
+
+    async def counted(*args: object, **kwargs: object) -> object:
+        nonlocal hops
+        hops += 1
+        return await original(*args, **kwargs)  # type: ignore[arg-type]
+
+    class AnswersBusy:
+        """What SQLite answers a reader while another connection recovers the WAL."""
+
+        def __init__(self, code: int) -> None:
+            self.code = code
+
+        def execute(self, *_args: object) -> object:
+            error = sqlite3.OperationalError("database is locked")
+            error.sqlite_errorcode = self.code
+            raise error
+
+    monkeypatch.setattr(database.direct_reads, "execute", counted)
+    for code in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_BUSY | (1 << 8), sqlite3.SQLITE_LOCKED):
+        monkeypatch.setattr(database.inline_reads, "_connection", AnswersBusy(code))
+        async with database.point_read() as connection:
+            assert (await connection.execute(_NAME_OF, {"id": "org_busy"})).scalar() == "busy"
+    assert hops == 3  # each read answered busy took the reading thread's hop
+
+
+async def test_point_read_on_sqlite_other_errors_are_503(
+    sqlite_database: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    database = sqlite_database
+    assert database.inline_reads is not None
+
+    class DiskIOError:
+        def execute(self, *_args: object) -> object:
+            error = sqlite3.OperationalError("disk I/O error")
+            error.sqlite_errorcode = sqlite3.SQLITE_IOERR
+            raise error
+
+    monkeypatch.setattr(database.inline_reads, "_connection", DiskIOError())
+    with pytest.raises(Unavailable):
+        async with database.point_read() as connection:
+            await connection.execute(_NAME_OF, {"id": "org_any"})
