@@ -1,8 +1,9 @@
-"""Audit events appended in one statement (services/audit.py rule 4, issue #23): the split
+"""Audit events appended under a guard (services/audit.py rule 4, issue #23): the split
 canonical form hashes as the whole one does, a disable or enable that changes nothing is
-one statement under the chain's lock on PostgreSQL, its guard is checked again under that
-lock, and the chain never forks or breaks. The public behaviour on SQLite and PostgreSQL,
-the one-statement path on PostgreSQL (the only database that has it)."""
+one statement under the chain's lock on PostgreSQL and one thread hop of Core statements
+on SQLite, its guard is checked again under that lock, and the chain never forks or
+breaks. The public behaviour on SQLite and PostgreSQL; the lock waits on PostgreSQL (SQLite
+has one writer at a time)."""
 
 from __future__ import annotations
 
@@ -154,7 +155,6 @@ async def test_unchanged_disable_is_one_statement_outside_any_transaction(
     assert (await audit.verify_chains(ctx, org_id=org_id))[0].ok
 
 
-@POSTGRES_ONLY
 async def test_unchanged_disable_of_other_organizations_agent_forbidden(ctx: Context) -> None:
     owner = (await make_org(ctx)).org.id
     other = (await make_org(ctx)).org.id
@@ -180,19 +180,16 @@ async def another_transaction(database_url: str) -> AsyncIterator[AsyncConnectio
 
 
 async def guarded(ctx: Context, org_id: str, agent_id: str, *, disabled: bool) -> AuditEvent | None:
-    async with ctx.db.autocommit() as writer:
-        return await audit.record_guarded(
-            writer,
-            ctx,
-            org_id=org_id,
-            actor=ACTOR,
-            action="agent.disable",
-            details={"changed": False},
-            guard=agent_repo.in_state(org_id, agent_id, disabled=disabled),
-        )
+    return await audit.record_guarded(
+        ctx,
+        org_id=org_id,
+        actor=ACTOR,
+        action="agent.disable",
+        details={"changed": False},
+        guard=agent_repo.in_state(org_id, agent_id, disabled=disabled),
+    )
 
 
-@POSTGRES_ONLY
 async def test_guarded_append_writes_nothing_when_guard_fails(ctx: Context) -> None:
     org_id = (await make_org(ctx)).org.id
     agent = await make_agent(ctx, org_id)  # enabled
@@ -254,7 +251,6 @@ async def test_guarded_append_links_to_head_committed_while_it_waited(
     assert appended.hash == audit.chain_hash(appended)
 
 
-@POSTGRES_ONLY
 async def test_guarded_append_announces_no_change(ctx: Context) -> None:
     org_id = (await make_org(ctx)).org.id
     agent = await make_agent(ctx, org_id)
@@ -266,6 +262,42 @@ async def test_guarded_append_announces_no_change(ctx: Context) -> None:
 
     assert appended is not None
     assert heard == []
+    assert (await audit.verify_chains(ctx, org_id=org_id))[0].ok
+
+
+SQLITE_ONLY = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+
+
+@SQLITE_ONLY
+@pytest.mark.parametrize("by", ["name", "id"])
+async def test_unchanged_disable_on_sqlite_is_one_hop_without_orm_session(
+    ctx: Context, by: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    org_id = (await make_org(ctx)).org.id
+    agent = await make_agent(ctx, org_id)
+    ref = agent.name if by == "name" else agent.id
+    await agents.disable_agent(ctx, org_id=org_id, ref=ref, project=None, actor=ACTOR)
+    hops: list[str] = []
+    for name in ("write_core_directly", "transact", "transaction", "write_directly"):
+        original = getattr(ctx.db, name)
+
+        def counted(*args: object, _name: str = name, _original: object = original) -> object:
+            hops.append(_name)
+            return _original(*args)  # type: ignore[operator]
+
+        monkeypatch.setattr(ctx.db, name, counted)
+
+    await agents.disable_agent(ctx, org_id=org_id, ref=ref, project=None, actor=ACTOR)
+    [last] = (await chain_events(ctx, org_id))[-1:]
+
+    assert hops == ["write_core_directly"]  # one hop, Core statements: no unit of work
+    assert (last.action, last.target, last.details) == (
+        "agent.disable",
+        agent.id,
+        {"name": agent.name, "changed": False},
+    )
+    assert last.hash == audit.chain_hash(last)
+    assert (await audit.verify_chains(ctx, org_id=org_id))[0].ok
 
 
 @POSTGRES_ONLY

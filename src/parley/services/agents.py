@@ -285,17 +285,16 @@ async def _note_unchanged(
     *,
     disabled: bool,
 ) -> bool:
-    """Record a disable (or enable) of an agent already in that state as one statement
-    that commits on its own and checks the state under the chain's lock
-    (`audit.record_guarded`): no lock is held across a round trip, so repeated calls do
-    not queue behind each other (docs/performance.md). An agent named by ID is read
-    first for its name (the event's details); one named by name needs no read.
+    """Record a disable (or enable) of an agent already in that state in a transaction of
+    its own that checks the state under the chain's lock (`audit.record_guarded`): on
+    PostgreSQL one statement, so no lock is held across a round trip and repeated calls
+    do not queue behind each other; on SQLite one thread hop of Core statements, without
+    the ORM session of the locking path (docs/performance.md). An agent named by ID is
+    read first for its name (the event's details); one named by name needs no read.
 
-    False, with nothing written, where the database cannot, or when the agent is not
-    found in that state (absent, in another state, another organization's, or the chain
-    has no head yet): the caller then takes its locking path, which decides."""
-    if not audit.one_statement_appends(ctx):
-        return False
+    False, with nothing written, when the agent is not found in that state (absent, in
+    another state, another organization's, or the chain has no head yet): the caller then
+    takes its locking path, which decides."""
     project_name = project or MAIN_PROJECT
     if looks_like_id(ref, "agent"):
         async with ctx.db.statement() as connection:
@@ -309,16 +308,14 @@ async def _note_unchanged(
     else:
         name = ref
         guard = agent_repo.named_in_state(org_id, project_name, ref, disabled=disabled)
-    async with ctx.db.autocommit() as writer:
-        event = await audit.record_guarded(
-            writer,
-            ctx,
-            org_id=org_id,
-            actor=actor,
-            action=action,
-            details={"name": name, "changed": False},
-            guard=guard,
-        )
+    event = await audit.record_guarded(
+        ctx,
+        org_id=org_id,
+        actor=actor,
+        action=action,
+        details={"name": name, "changed": False},
+        guard=guard,
+    )
     return event is not None
 
 

@@ -10,10 +10,10 @@ Rules:
    event). The chain's head (last seq and hash) is stored too, so deleting the newest event
    shows as well.
 4. Appending locks the organization's chain first (`db.repos.audit.lock_chain`), so two
-   concurrent events never fork it. Where the database can (PostgreSQL), `record_guarded`
-   appends in one statement: the lock, the hash (SQL's `sha256` over the canonical form
-   split around its `seq`), the insert and the head's move, only if a condition on another
-   row still holds under the lock.
+   concurrent events never fork it. `record_guarded` appends in a transaction of its own
+   only if a condition on another row still holds under the lock: on PostgreSQL in one
+   statement (the lock, the hash by SQL's `sha256` over the canonical form split around
+   its `seq`, the insert and the head's move), on SQLite in one thread hop.
 5. `verify_chains` recomputes every chain and names the first bad event of each.
 """
 
@@ -30,7 +30,7 @@ from typing import Any, Final
 
 from parley.clock import utcnow
 from parley.db.repos import audit as audit_repo
-from parley.db.session import Session, StatementWriter
+from parley.db.session import DirectConnection, Session
 from parley.errors import InvalidCursor
 from parley.records import Actor, AuditEvent, Page
 from parley.services.context import DatabaseContext
@@ -126,13 +126,7 @@ async def record(
     return event
 
 
-def one_statement_appends(ctx: DatabaseContext) -> bool:
-    """Whether `record_guarded` can append on this database (PostgreSQL)."""
-    return audit_repo.appends_in_one_statement(ctx.db.dialect)
-
-
 async def record_guarded(
-    writer: StatementWriter,
     ctx: DatabaseContext,
     *,
     org_id: str,
@@ -141,15 +135,27 @@ async def record_guarded(
     details: Mapping[str, Any] | None = None,
     guard: audit_repo.Guard,
 ) -> AuditEvent | None:
-    """Append an event about the guard's row (its target) as `record` would, in one
-    statement, if the guard still finds the row once the chain is locked (the row stays
-    share-locked until the commit); return it, or None when the guard finds nothing or the
-    chain has no head yet (nothing is written: the caller takes its locking path). Only
-    where `one_statement_appends` (PostgreSQL); with `Database.autocommit()` the statement
-    is its own transaction."""
+    """Append an event about the guard's row (its target) as `record` would, in a
+    transaction of its own, if the guard still finds the row once the chain is locked;
+    return it, or None when the guard finds nothing or the chain has no head yet (nothing
+    is written: the caller takes its locking path).
+
+    On PostgreSQL one statement on an AUTOCOMMIT connection (`Database.autocommit()`),
+    the hash computed by the database, the guard's row share-locked until its commit; on
+    SQLite one thread hop of Core statements on the direct connection
+    (`Database.write_core_directly`), no ORM session. Neither announces a change: the
+    event is the only thing written."""
     unhashed = _unhashed(ctx, org_id, actor, action, "", details, 0, "")
     before, _ = canonical_parts(unhashed)
-    appended = await audit_repo.append_guarded(writer, unhashed, before, guard)
+    if audit_repo.appends_in_one_statement(ctx.db.dialect):
+        async with ctx.db.autocommit() as writer:
+            appended = await audit_repo.append_guarded(writer, unhashed, before, guard)
+    else:
+
+        def append(core: DirectConnection) -> tuple[int, str, str, str] | None:
+            return audit_repo.append_guarded_directly(core, unhashed, before, guard)
+
+        appended = await ctx.db.write_core_directly(append)
     if appended is None:
         return None
     seq, prev_hash, hashed, target = appended

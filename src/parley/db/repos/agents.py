@@ -261,14 +261,14 @@ def in_state(org_id: str, agent_id: str, *, disabled: bool) -> Guard:
     """The guard of an audit event about an agent (by ID) that is still disabled, or
     still enabled (`audit.append_guarded`)."""
     query = _BY_ID_DISABLED if disabled else _BY_ID_ENABLED
-    return Guard(query, {"guard_org_id": org_id, "guard_agent_id": agent_id})
+    return Guard(query, "FOR SHARE", {"guard_org_id": org_id, "guard_agent_id": agent_id})
 
 
 def named_in_state(org_id: str, project_name: str, name: str, *, disabled: bool) -> Guard:
     """The same guard for an agent named in a project (by the project's name)."""
     query = _NAMED_DISABLED if disabled else _NAMED_ENABLED
     params = {"guard_org_id": org_id, "guard_project": project_name, "guard_name": name}
-    return Guard(query, params)
+    return Guard(query, "FOR SHARE OF agents", params)
 
 
 _BY_ID = "SELECT id AS target FROM agents WHERE id = :guard_agent_id AND org_id = :guard_org_id"
@@ -277,10 +277,10 @@ _NAMED = (
     " WHERE projects.org_id = :guard_org_id AND projects.name = :guard_project"
     " AND agents.name = :guard_name"
 )
-_BY_ID_DISABLED = _BY_ID + " AND disabled_at IS NOT NULL FOR SHARE"
-_BY_ID_ENABLED = _BY_ID + " AND disabled_at IS NULL FOR SHARE"
-_NAMED_DISABLED = _NAMED + " AND agents.disabled_at IS NOT NULL FOR SHARE OF agents"
-_NAMED_ENABLED = _NAMED + " AND agents.disabled_at IS NULL FOR SHARE OF agents"
+_BY_ID_DISABLED = _BY_ID + " AND disabled_at IS NOT NULL"
+_BY_ID_ENABLED = _BY_ID + " AND disabled_at IS NULL"
+_NAMED_DISABLED = _NAMED + " AND agents.disabled_at IS NOT NULL"
+_NAMED_ENABLED = _NAMED + " AND agents.disabled_at IS NULL"
 
 
 async def _set(session: AsyncSession, agent_id: str, **values: object) -> None:

@@ -2,10 +2,22 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import LargeBinary, TextClause, bindparam, insert, select, text, union, update
+from sqlalchemy import (
+    Connection,
+    LargeBinary,
+    TextClause,
+    bindparam,
+    insert,
+    select,
+    text,
+    union,
+    update,
+)
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from parley.db.database import mark_changed
@@ -116,16 +128,18 @@ _MOVE_HEAD = (
 @dataclass(frozen=True, slots=True)
 class Guard:
     """The row an event of `append_guarded` is about, and a condition on it: `query`, a
-    `SELECT` of one row with `FOR SHARE` whose one column `target` is the event's target,
-    finds it only while the condition holds; `params` are its bound values."""
+    `SELECT` of one row whose one column `target` is the event's target, finds it only
+    while the condition holds; `lock`, its `FOR SHARE` clause (PostgreSQL); `params`, its
+    bound values."""
 
     query: str
+    lock: str
     params: Mapping[str, object]
 
 
 def appends_in_one_statement(dialect: str) -> bool:
-    """Whether `append_guarded` runs on this dialect: PostgreSQL (SQLite has no `sha256`,
-    and its one writer at a time holds no lock across round trips anyway)."""
+    """Whether `append_guarded` runs on this dialect: PostgreSQL. SQLite has no `sha256`
+    and one writer at a time: `append_guarded_directly` is its counterpart."""
     return dialect == "postgresql"
 
 
@@ -148,7 +162,7 @@ async def append_guarded(
     (docs/performance.md). `event`'s own `seq`, `target`, `prev_hash` and `hash` are ignored.
     """
     params = {**guard.params, **_described(event), "before": before}
-    row = (await writer.execute(_guarded_append(guard.query), params)).first()
+    row = (await writer.execute(_guarded_append(f"{guard.query} {guard.lock}"), params)).first()
     if row is None:
         return None
     # Not `mark_changed`: the statement writes the trail only, and the guard's row is as
@@ -157,6 +171,39 @@ async def append_guarded(
     # the read model's check (rule 4), which then reloads copies that were right.
     seq, prev_hash, hashed, target = tuple(row)
     return seq, prev_hash, hashed, target
+
+
+def append_guarded_directly(
+    core: Connection, event: AuditEvent, before: bytes, guard: Guard
+) -> tuple[int, str, str, str] | None:
+    """SQLite's `append_guarded`, on a synchronous connection inside one transaction
+    (`Database.write_core_directly`: `BEGIN IMMEDIATE`, so this process's writer alone):
+    the guard, the head, the event with its hash computed here from `before` exactly as
+    PostgreSQL computes it, and the head's move, as Core statements built once. It too
+    announces nothing. Returns what `append_guarded` returns."""
+    found = core.execute(_guard_query(guard.query), dict(guard.params)).first()
+    if found is None:
+        return None
+    head = core.execute(_LOCK_HEAD, {"org_id": event.org_id}).first()
+    if head is None:
+        return None
+    seq, prev_hash, target = head[0] + 1, head[1], found[0]
+    after = f'{seq},"target":{json.dumps(target, ensure_ascii=False)}}}'.encode()
+    hashed = hashlib.sha256(prev_hash.encode("utf-8") + before + after).hexdigest()
+    values = {"seq": seq, "target": target, "prev_hash": prev_hash, "hash": hashed}
+    core.execute(_INSERT_EVENT, {**_described(event), **values})
+    core.execute(_MOVE_HEAD, {"head_org_id": event.org_id, "new_seq": seq, "new_hash": hashed})
+    return seq, prev_hash, hashed, target
+
+
+_GUARD_QUERIES: dict[str, TextClause] = {}
+
+
+def _guard_query(query: str) -> TextClause:
+    statement = _GUARD_QUERIES.get(query)
+    if statement is None:
+        statement = _GUARD_QUERIES[query] = text(query)
+    return statement
 
 
 _GUARDED_APPENDS: dict[str, TextClause] = {}
