@@ -39,7 +39,7 @@ from parley.api.routes import (
 from parley.api.uvicorn_ws import WS_PROTOCOL
 from parley.clock import Clock, SystemClock
 from parley.composition.context import open_context
-from parley.composition.heap import freeze_startup_heap
+from parley.composition.heap import freeze_startup_heap, lean_log_records
 from parley.composition.options import engine_options, runtime_options
 from parley.composition.webhook_sender import SenderAddress, handing_to_sender
 from parley.config import Settings
@@ -172,5 +172,7 @@ def create_app(
 
 
 def create_app_from_env() -> FastAPI:
-    """Build the app from the environment: the factory uvicorn workers call."""
+    """Build the app from the environment: the factory uvicorn workers call, in a server
+    process (its heap frozen once started, its log records lean)."""
+    lean_log_records()
     return create_app(Settings(), freeze_heap=True)

@@ -1,8 +1,9 @@
-"""The cyclic collector of a long-lived server process."""
+"""What a long-lived server process tunes once: its cyclic collector and its log records."""
 
 from __future__ import annotations
 
 import gc
+import logging
 
 
 def freeze_startup_heap() -> None:
@@ -17,3 +18,18 @@ def freeze_startup_heap() -> None:
     """
     gc.collect()
     gc.freeze()
+
+
+def lean_log_records() -> None:
+    """Stop filling in what no server log line shows: the calling function, file and line
+    (a walk up the stack per record), the thread and the process.
+
+    The server's formats are Parley's `%(levelname)s %(name)s: %(message)s` and uvicorn's
+    `%(levelprefix)s %(message)s`, and every request writes an access line, so each record
+    paid for fields never printed; these are the switches the logging HOWTO names for it
+    ("Optimization"). Not for a test process, whose captured logs show file and line.
+    """
+    logging.logThreads = False
+    logging.logProcesses = False
+    logging.logMultiprocessing = False
+    logging._srcfile = None  # the documented switch for caller information
