@@ -31,6 +31,7 @@ from parley.jwt import (
     check_conversation,
     verify,
 )
+from parley.jwt._codec import b64url_decode
 
 pytestmark = pytest.mark.anyio
 
@@ -357,3 +358,33 @@ def test_issuer_policy_defaults_match_api() -> None:
 
     policy = IssuerPolicy(audience=AUD, keys=KeySource(org_id=ORG, jwks_url="https://x"))
     assert (policy.max_lifetime_seconds, policy.require_jti, policy.org_id) == (3600, False, ORG)
+
+
+ED25519_ORDER = 2**252 + 27742317777372353535851937790883648493
+"""L, the order of Ed25519's base point (RFC 8032 section 5.1)."""
+
+
+def _with_signature(token: str, signature: bytes) -> str:
+    head, body, _ = token.split(".")
+    return f"{head}.{body}.{b64(signature)}"
+
+
+@pytest.mark.parametrize("shape", ["s-plus-order", "63-bytes", "65-bytes", "zeros"])
+async def test_verify_eddsa_signature_strictly_checked(
+    shape: str, signer: Signer, issuers: InMemoryIssuers, clock: FrozenClock
+) -> None:
+    """RFC 8032 section 5.1.7: S must be below L. S + L satisfies the verification equation
+    (a lax verifier accepts it, making a second valid signature of the token); refused."""
+    token = signer.token()
+    signature = b64url_decode(token.split(".")[2].encode())
+    assert (await verify(token, issuers=issuers, clock=clock)).sub == "user_42"
+    r, s = signature[:32], int.from_bytes(signature[32:], "little")
+    altered = {
+        "s-plus-order": r + (s + ED25519_ORDER).to_bytes(32, "little"),
+        "63-bytes": signature[:63],
+        "65-bytes": signature + b"\0",
+        "zeros": bytes(64),
+    }[shape]
+    with pytest.raises(Unauthorized) as caught:
+        await verify(_with_signature(token, altered), issuers=issuers, clock=clock)
+    assert caught.value.code == "invalid_signature"
