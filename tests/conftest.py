@@ -154,6 +154,10 @@ def statements(app: FastAPI) -> Iterator[list[str]]:
         engines.add(db.direct_reads.engine)
     for engine in engines:
         event.listen(engine, "before_cursor_execute", record)
+    if db.inline_reads is not None:  # SQLite's reads in the event loop's thread
+        db.inline_reads.observe(seen.append)
     yield seen
     for engine in engines:
         event.remove(engine, "before_cursor_execute", record)
+    if db.inline_reads is not None:
+        db.inline_reads.observe(None)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from tests.types import MakeAgent, Tenant
 
+from parley.db.repos import conversations as conversation_repo
 from parley.services import Context, conversations
 
 pytestmark = pytest.mark.anyio
@@ -73,3 +74,38 @@ async def test_authentication_and_conversation_read_need_no_transaction(
     assert answer.status_code == 200, answer.text
     assert opened == []
     assert [s.split()[0].upper() for s in statements] == ["SELECT", "SELECT"], statements
+
+
+@pytest.mark.parametrize("extra", [0, 1], ids=["short", "long"])
+async def test_conversation_read_long_conversation_read_whole_outside_event_loop(
+    ctx: Context,
+    tenant: Tenant,
+    make_agent: MakeAgent,
+    monkeypatch: pytest.MonkeyPatch,
+    extra: int,
+) -> None:
+    """Up to `ITEMS_IN_A_SHORT_READ` items, SQLite reads the conversation in the event
+    loop's thread (`point_read`); one more and it is read whole by `statement()` (a reading
+    thread), so a long conversation never holds the loop."""
+    agent = await make_agent(tenant)
+    created = await tenant.client.post("/v1/conversations", json={"agent": agent["name"]})
+    conversation_id = created.json()["conversation"]["id"]
+    said = [f"item {n}" for n in range(conversation_repo.ITEMS_IN_A_SHORT_READ + extra)]
+    for text in said:
+        await conversations.add_item(
+            ctx, org_id=tenant.org.id, conversation_id=conversation_id, role="user", text=text
+        )
+    hops = 0
+    real = ctx.db.statement
+
+    def counted() -> object:
+        nonlocal hops
+        hops += 1
+        return real()
+
+    monkeypatch.setattr(ctx.db, "statement", counted)
+    answer = await tenant.client.get(f"/v1/conversations/{conversation_id}")
+    assert answer.status_code == 200, answer.text
+    assert [item["text"] for item in answer.json()["conversation"]["items"]] == said
+    if ctx.db.dialect == "sqlite":
+        assert hops == extra

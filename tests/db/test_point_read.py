@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 
 import pytest
 from sqlalchemy import bindparam, select
+from sqlalchemy.exc import OperationalError
 
 from parley.db.database import Database
 from parley.db.repos import conversations as conversation_repo
@@ -20,6 +23,9 @@ pytestmark = pytest.mark.anyio
 
 _ORGANIZATIONS = OrganizationRow.__table__
 _NAME_OF = select(_ORGANIZATIONS.c.name).where(_ORGANIZATIONS.c.id == bindparam("id"))
+_CREATED_AT = select(_ORGANIZATIONS.c.name, _ORGANIZATIONS.c.created_at).where(
+    _ORGANIZATIONS.c.id == bindparam("id")
+)
 
 
 async def _add_organization(database: Database, org_id: str, name: str) -> None:
@@ -37,6 +43,17 @@ async def test_point_read_finds_row_by_key_and_sees_commits_at_once(database: Da
         assert (await connection.execute(_NAME_OF, {"id": "org_point"})).scalar() == "point"
     async with database.point_read() as connection:  # a repository's statement, unchanged
         assert await conversation_repo.status_of(connection, "org_point", "conv_none") is None
+
+
+async def test_point_read_converts_columns_as_statement_does(database: Database) -> None:
+    """A column that needs converting (a time) comes back as `statement()` returns it."""
+    await _add_organization(database, "org_typed", "typed")
+    async with database.point_read() as connection:
+        inline = (await connection.execute(_CREATED_AT, {"id": "org_typed"})).one()
+    async with database.statement() as connection:
+        hopped = (await connection.execute(_CREATED_AT, {"id": "org_typed"})).one()
+    assert tuple(inline) == tuple(hopped)
+    assert isinstance(inline.created_at, datetime)
 
 
 async def test_point_read_on_sqlite_runs_in_event_loop_thread(
@@ -57,17 +74,17 @@ async def test_point_read_on_sqlite_runs_in_event_loop_thread(
     monkeypatch.setattr(database.direct_reads, "execute", counted)
     async with database.point_read() as connection:
         await connection.execute(_NAME_OF, {"id": "org_inline"})  # opens its connection
-    loop_connection = database.inline_reads._connection
-    assert loop_connection is not None
     ran: list[tuple[int, str]] = []  # SQLite calls this in the thread that runs the statement
-    loop_connection.set_trace_callback(lambda sql: ran.append((threading.get_ident(), sql)))
-    for _ in range(20):
+    database.inline_reads.observe(lambda sql: ran.append((threading.get_ident(), sql)))
+    for _ in range(10):
         async with database.point_read() as connection:
-            result = await connection.execute(_NAME_OF, {"id": "org_inline"})
+            result = await connection.execute(_NAME_OF, {"id": "org_inline"})  # sqlite3 alone
             assert result.scalar() == "inline"
-    assert len(ran) == 20
+            converted = await connection.execute(_CREATED_AT, {"id": "org_inline"})
+            assert isinstance(converted.one().created_at, datetime)  # SQLAlchemy's types
+    selects = [(thread, sql) for thread, sql in ran if sql.startswith("SELECT organizations")]
+    assert len(selects) == 20
     assert {thread for thread, _sql in ran} == {threading.get_ident()}  # the loop's thread
-    assert all(sql.startswith("SELECT organizations.name") for _thread, sql in ran)
     assert hops == 0
 
 
@@ -103,12 +120,27 @@ async def test_point_read_on_busy_sqlite_takes_thread_hop_loop_never_waits(
             error.sqlite_errorcode = self.code
             raise error
 
+    class EngineAnswersBusy:
+        """The same answer through SQLAlchemy, for a statement with converted columns."""
+
+        @contextmanager
+        def connect(self) -> Iterator[AnswersBusy]:
+            error = sqlite3.OperationalError("database is locked")
+            error.sqlite_errorcode = sqlite3.SQLITE_BUSY
+            raise OperationalError("SELECT …", {}, error)
+            yield AnswersBusy(0)  # never reached
+
     monkeypatch.setattr(database.direct_reads, "execute", counted)
     for code in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_BUSY | (1 << 8), sqlite3.SQLITE_LOCKED):
         monkeypatch.setattr(database.inline_reads, "_connection", AnswersBusy(code))
         async with database.point_read() as connection:
             assert (await connection.execute(_NAME_OF, {"id": "org_busy"})).scalar() == "busy"
-    assert hops == 3  # each read answered busy took the reading thread's hop
+    monkeypatch.setattr(database.inline_reads, "_engine", EngineAnswersBusy())
+    async with database.point_read() as connection:
+        converted = (await connection.execute(_CREATED_AT, {"id": "org_busy"})).one()
+    assert converted.name == "busy"
+    assert isinstance(converted.created_at, datetime)
+    assert hops == 4  # each read answered busy took the reading thread's hop
 
 
 async def test_point_read_on_sqlite_other_errors_are_503(

@@ -198,7 +198,7 @@ async def test_read_model_bounded_in_organizations_and_entries(
 
 
 class GatedDatabase(Database):
-    """The same database, whose single statements (the generation check) wait for a gate."""
+    """The same database, whose point reads (the generation check) wait for a gate."""
 
     def __init__(self, db: Database) -> None:
         super().__init__(db.engine, db.timeouts, read_engine=db.read_engine)
@@ -207,12 +207,12 @@ class GatedDatabase(Database):
         self.failing = False
 
     @asynccontextmanager
-    async def statement(self) -> AsyncIterator[StatementConnection]:
+    async def point_read(self) -> AsyncIterator[StatementConnection]:
         self.checks += 1
         await self.gate.wait()
         if self.failing:
             raise Unavailable()
-        async with super().statement() as connection:
+        async with super().point_read() as connection:
             yield connection
 
 

@@ -338,10 +338,11 @@ class Database:
 
     @asynccontextmanager
     async def point_read(self) -> AsyncIterator[StatementConnection]:
-        """Yield a connection for one Core `SELECT` that an index answers with a row or
-        two, whose columns need no type conversion (text, integers): `statement()`, but on
-        SQLite it runs in the event loop's own thread, with no thread hop (`InlineReads`).
-        For the hottest look-ups only, with statements built once.
+        """Yield a connection for one Core `SELECT` that an index answers with a bounded
+        number of rows (a row by its key, a conversation with its items): `statement()`,
+        but on SQLite it runs in the event loop's own thread, with no thread hop
+        (`InlineReads`): the hop cost more than such a read. For the hot look-ups, with
+        statements built once; a read that may scan or return many rows uses `statement()`.
         """
         if self.inline_reads is None:
             async with self.statement() as connection:

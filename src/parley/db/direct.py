@@ -21,6 +21,7 @@ from sqlalchemy import Connection, Engine, Executable, FrozenResult, Result, eve
 from sqlalchemy import create_engine as create_sync_engine
 from sqlalchemy.dialects import sqlite
 from sqlalchemy.engine.result import IteratorResult, SimpleResultMetaData
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.pool import SingletonThreadPool, StaticPool
 
@@ -132,38 +133,66 @@ class DirectReads:
         self.engine.dispose()
 
 
-class InlineReads:
-    """SQLite's key look-ups (`Database.point_read()`) in the event loop's own thread.
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """How `InlineReads` runs a statement: compiled once for SQLite."""
 
-    A `SELECT` that an index answers with a row or two takes SQLite about 10 µs; the
-    thread hop of `DirectReads` costs the process some 300 µs of GIL time (the executor's
-    futures, the loop's wake-up, SQLAlchemy's execution in the thread), and on two cores the
-    GIL, not the loop, bounded the WebSocket handshake (docs/performance.md). A WAL reader
-    never waits for the writer, so the read runs here, on a read-only connection of the
-    loop's own, without SQLAlchemy's execution: each statement is compiled once for SQLite
-    and its columns come back as sqlite3 returns them (text, integers, floats: no type
-    conversion, so only for columns that need none). Should SQLite ever answer busy (a WAL
-    being recovered), the read takes the thread hop instead of waiting in the loop.
+    sql: str
+    names: tuple[str, ...]
+    """The bound parameters' names, in the order of the statement's `?`."""
+    defaults: Mapping[str, Any]
+    """The values the statement binds itself (a `LIMIT`, an `OFFSET`)."""
+    plain: bool
+    """No bound value nor column needs a conversion: sqlite3 runs it alone."""
+
+
+class InlineReads:
+    """SQLite's bounded reads (`Database.point_read()`) in the event loop's own thread.
+
+    A `SELECT` that an index answers with a few rows takes SQLite microseconds; the thread
+    hop of `DirectReads` costs the process more than the read (the executor's futures, the
+    loop's wake-up, and SQLAlchemy's execution in the thread, all under the GIL): on two
+    cores the GIL, not the loop, bounded the WebSocket handshake and the JWT read
+    (docs/performance.md). A WAL reader never waits for the writer, so the read runs here,
+    on a read-only connection of the loop's own. A statement whose values and columns need
+    no conversion (text, integers) runs on sqlite3 alone, compiled once; any other through
+    a synchronous engine over the same connection (same dialect, same column types). Should
+    SQLite ever answer busy (a WAL being recovered), the read takes the thread hop instead
+    of waiting in the loop.
     """
 
     def __init__(self, connect: Callable[[], sqlite3.Connection], fallback: DirectReads) -> None:
         self._connect = connect
         self._fallback = fallback
         self._connection: sqlite3.Connection | None = None  # opened by the first read
-        self._compiled: dict[Executable, tuple[str, tuple[str, ...]]] = {}
+        self._engine: Engine | None = None  # over that connection, made with it
+        self._plans: dict[Executable, _Plan] = {}
+        self._observer: Callable[[str], None] | None = None
+
+    def observe(self, observer: Callable[[str], None] | None) -> None:
+        """Hand `observer` the SQL of each statement run here (sqlite3's trace callback),
+        on the connection open now and on any opened later; None stops it."""
+        self._observer = observer
+        if self._connection is not None:
+            self._connection.set_trace_callback(observer)
 
     async def execute(
         self, statement: Executable, parameters: Mapping[str, Any] | None = None
     ) -> Result[Any]:
-        """Run `statement` (one `SELECT` by key); return its rows."""
-        sql, names = self._compile(statement)
-        given = parameters or {}
+        """Run `statement` (one bounded `SELECT`); return its rows."""
         connection = self._connection or await self._open()
+        plan = self._plan(statement)
         try:
-            cursor = connection.execute(sql, [given[name] for name in names])
+            if not plan.plain:
+                with self._over(connection).connect() as core:
+                    return core.execute(statement, parameters).freeze()()
+            given = {**plan.defaults, **(parameters or {})}
+            cursor = connection.execute(plan.sql, [given[name] for name in plan.names])
             rows = cursor.fetchall()
-        except sqlite3.OperationalError as error:
-            if error.sqlite_errorcode & 0xFF not in _BUSY:  # extended codes: BUSY_RECOVERY…
+        except (sqlite3.OperationalError, OperationalError) as error:
+            cause = getattr(error, "orig", error)
+            code = getattr(cause, "sqlite_errorcode", 0) & 0xFF  # extended: BUSY_RECOVERY…
+            if code not in _BUSY:
                 raise
             return await self._fallback.execute(statement, parameters)
         keys = [column[0] for column in cursor.description]
@@ -172,29 +201,54 @@ class InlineReads:
     async def _open(self) -> sqlite3.Connection:
         """Open the connection in a thread (its pragmas may wait for a lock), once."""
         opened = await asyncio.to_thread(self._connect)
-        if self._connection is None:
-            self._connection = opened
-        else:  # another read opened it meanwhile
+        if self._connection is not None:  # another read opened it meanwhile
             opened.close()
-        return self._connection
+            return self._connection
+        opened.set_trace_callback(self._observer)
+        self._connection = opened
+        return opened
 
-    def _compile(self, statement: Executable) -> tuple[str, tuple[str, ...]]:
-        known = self._compiled.get(statement)
+    def _over(self, connection: sqlite3.Connection) -> Engine:
+        if self._engine is None:
+            self._engine = create_sync_engine(
+                "sqlite://", creator=lambda: connection, poolclass=StaticPool
+            )
+        return self._engine
+
+    def _plan(self, statement: Executable) -> _Plan:
+        known = self._plans.get(statement)
         if known is None:
-            if len(self._compiled) >= _COMPILED_MAX:  # statements are built once: never
-                self._compiled.clear()
-            compiled = statement.compile(dialect=_SQLITE)  # type: ignore[attr-defined]
-            known = (compiled.string, tuple(compiled.positiontup or ()))
-            self._compiled[statement] = known
+            if len(self._plans) >= _PLANS_MAX:  # statements are built once: never
+                self._plans.clear()
+            known = self._plans[statement] = _plan_of(statement)
         return known
 
     def close(self) -> None:
         """Close the loop's connection (a later read opens it again)."""
         connection, self._connection = self._connection, None
+        engine, self._engine = self._engine, None
+        if engine is not None:
+            engine.dispose()
         if connection is not None:
             connection.close()
 
 
+def _plan_of(statement: Executable) -> _Plan:
+    compiled = statement.compile(dialect=_SQLITE)  # type: ignore[attr-defined]
+    binds = compiled.binds.values()
+    columns = getattr(statement, "selected_columns", None)
+    plain = (
+        columns is not None
+        and "POSTCOMPILE" not in compiled.string  # an expanding IN: SQLAlchemy renders it
+        and all(b.type.dialect_impl(_SQLITE).bind_processor(_SQLITE) is None for b in binds)
+        and all(
+            c.type.dialect_impl(_SQLITE).result_processor(_SQLITE, None) is None for c in columns
+        )
+    )
+    defaults = {name: bind.value for name, bind in compiled.binds.items() if not bind.required}
+    return _Plan(compiled.string, tuple(compiled.positiontup or ()), defaults, plain)
+
+
 _SQLITE = sqlite.dialect(paramstyle="qmark")
-_COMPILED_MAX = 256
+_PLANS_MAX = 256
 _BUSY = {sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED}

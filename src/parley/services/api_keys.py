@@ -100,5 +100,5 @@ async def revoke_api_key(ctx: Context, *, org_id: str, key_id: str, actor: Actor
 
 async def find_by_secret(ctx: DatabaseContext, secret: str) -> ApiKey | None:
     """Return the active key with this secret, found by the hash of the secret."""
-    async with ctx.db.statement() as connection:
+    async with ctx.db.point_read() as connection:  # by its hash's unique index
         return await key_repo.find_active_by_hash(connection, credentials.hash_secret(secret))

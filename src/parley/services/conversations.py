@@ -86,8 +86,11 @@ async def get_conversation(
     `by_jwt`: the caller holds a JWT, whose conversation does not exist until its first
     WebSocket; the 404 then says so (ConversationNotStarted).
     """
-    async with ctx.db.statement() as connection:
-        found = await conversation_repo.get(connection, org_id, conversation_id)
+    async with ctx.db.point_read() as connection:  # in the loop's thread on SQLite...
+        found, whole = await conversation_repo.get_short(connection, org_id, conversation_id)
+    if not whole:  # ...unless its items would hold the loop for milliseconds
+        async with ctx.db.statement() as connection:
+            found = await conversation_repo.get(connection, org_id, conversation_id)
     if found is None:
         raise ConversationNotStarted() if by_jwt else ConversationNotFound()
     return found

@@ -167,7 +167,7 @@ class ReadModel:
     async def _confirm(self, db: Database, org_id: str) -> _OrgView:
         """Read the generation; keep the copies if it is unchanged, else start afresh."""
         started = self._clock.monotonic()
-        async with db.statement() as connection:
+        async with db.point_read() as connection:  # the chain's head, by its key
             current = await audit_repo.generation_of(connection, org_id)
         view = self._views.get(org_id)  # re-read: an announcement may have dropped it
         if view is not None and view.generation == current:

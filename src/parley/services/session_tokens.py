@@ -102,7 +102,7 @@ async def list_active(ctx: Context, *, org_id: str) -> list[SessionToken]:
 
 async def find_active(ctx: Context, secret: str) -> SessionToken | None:
     """Return the unexpired, unrevoked token with this secret."""
-    async with ctx.db.statement() as connection:
+    async with ctx.db.point_read() as connection:  # by its hash's unique index
         token = await token_repo.find_by_hash(connection, credentials.hash_secret(secret))
     if token is None or token.revoked_at is not None:
         return None
