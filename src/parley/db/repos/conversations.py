@@ -216,7 +216,8 @@ _READ = (
 )
 ITEMS_IN_A_SHORT_READ = 100
 """A conversation with at most this many items is read in the event loop's own thread on
-SQLite (services/conversations.py: `get_conversation`): about 2 ms of the loop at most."""
+SQLite (services/conversations.py: `get_conversation`): 3 ms of the loop for 100 items,
+measured, the records' assembly included (the loop does that part either way)."""
 _READ_SHORT = _READ.limit(ITEMS_IN_A_SHORT_READ + 1)
 
 
