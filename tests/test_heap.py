@@ -22,20 +22,27 @@ print(asyncio.run(started(create_app_from_env())))
 """
 
 
-def test_server_process_freezes_startup_heap(tmp_path: Path) -> None:
+def run_probe(code: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """Run `code` in a fresh interpreter (no PARLEY_* settings, no speech model); it must
+    succeed."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PARLEY_")}
     env["PARLEY_STT"] = "none"
     done = subprocess.run(  # noqa: S603 - this interpreter, fixed code
-        [sys.executable, "-c", PROBE],
-        cwd=tmp_path,
+        [sys.executable, "-c", code],
+        cwd=cwd,
         env=env,
         capture_output=True,
         text=True,
         timeout=120,
         check=False,
     )
-
     assert done.returncode == 0, done.stderr[-2000:]
+    return done
+
+
+def test_server_process_freezes_startup_heap(tmp_path: Path) -> None:
+    done = run_probe(PROBE, tmp_path)
+
     for_tests, for_serving = (int(line) for line in done.stdout.split())
     assert for_tests == 0
     assert for_serving > 50_000  # the modules, the app and its context
@@ -66,19 +73,8 @@ line_and_record()
 
 
 def test_server_process_log_records_lean_lines_unchanged(tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PARLEY_")}
-    env["PARLEY_STT"] = "none"
-    done = subprocess.run(  # noqa: S603 - this interpreter, fixed code
-        [sys.executable, "-c", LOG_PROBE],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    done = run_probe(LOG_PROBE, tmp_path)
 
-    assert done.returncode == 0, done.stderr[-2000:]
     line = 'INFO parley.access: 127.0.0.1 "GET /health" 200'
     first_line, for_tests, second_line, for_serving = done.stdout.splitlines()
     assert first_line == second_line == line  # what a server line shows is unchanged

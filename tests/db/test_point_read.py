@@ -9,12 +9,14 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 from sqlalchemy import bindparam, select
 from sqlalchemy.exc import OperationalError
 
 from parley.db.database import Database
+from parley.db.direct import InlineReads
 from parley.db.repos import conversations as conversation_repo
 from parley.db.tables import OrganizationRow
 from parley.errors import Unavailable
@@ -26,6 +28,29 @@ _NAME_OF = select(_ORGANIZATIONS.c.name).where(_ORGANIZATIONS.c.id == bindparam(
 _CREATED_AT = select(_ORGANIZATIONS.c.name, _ORGANIZATIONS.c.created_at).where(
     _ORGANIZATIONS.c.id == bindparam("id")
 )
+
+
+def count_hops(database: Database, monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """Note each read that takes a reading thread's hop (`DirectReads.execute`)."""
+    assert database.direct_reads is not None
+    hops: list[object] = []
+    original = database.direct_reads.execute
+
+    async def counted(statement: Any, parameters: Any = None) -> Any:
+        hops.append(statement)
+        return await original(statement, parameters)
+
+    monkeypatch.setattr(database.direct_reads, "execute", counted)
+    return hops
+
+
+async def _opened(database: Database, org_id: str, name: str) -> InlineReads:
+    """Add an organization, then read it once: the loop's connection is open."""
+    await _add_organization(database, org_id, name)
+    assert database.inline_reads is not None
+    async with database.point_read() as connection:
+        await connection.execute(_NAME_OF, {"id": org_id})
+    return database.inline_reads
 
 
 async def _add_organization(database: Database, org_id: str, name: str) -> None:
@@ -60,22 +85,10 @@ async def test_point_read_on_sqlite_runs_in_event_loop_thread(
     sqlite_database: Database, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     database = sqlite_database
-    await _add_organization(database, "org_inline", "inline")
-    assert database.inline_reads is not None
-    assert database.direct_reads is not None
-    hops = 0
-    original = database.direct_reads.execute
-
-    async def counted(*args: object, **kwargs: object) -> object:
-        nonlocal hops
-        hops += 1
-        return await original(*args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(database.direct_reads, "execute", counted)
-    async with database.point_read() as connection:
-        await connection.execute(_NAME_OF, {"id": "org_inline"})  # opens its connection
+    inline = await _opened(database, "org_inline", "inline")
+    hops = count_hops(database, monkeypatch)
     ran: list[tuple[int, str]] = []  # SQLite calls this in the thread that runs the statement
-    database.inline_reads.observe(lambda sql: ran.append((threading.get_ident(), sql)))
+    inline.observe(lambda sql: ran.append((threading.get_ident(), sql)))
     for _ in range(10):
         async with database.point_read() as connection:
             result = await connection.execute(_NAME_OF, {"id": "org_inline"})  # sqlite3 alone
@@ -85,29 +98,18 @@ async def test_point_read_on_sqlite_runs_in_event_loop_thread(
     selects = [(thread, sql) for thread, sql in ran if sql.startswith("SELECT organizations")]
     assert len(selects) == 20
     assert {thread for thread, _sql in ran} == {threading.get_ident()}  # the loop's thread
-    assert hops == 0
+    assert hops == []
 
 
 async def test_point_read_on_busy_sqlite_takes_thread_hop_loop_never_waits(
     sqlite_database: Database, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     database = sqlite_database
-    await _add_organization(database, "org_busy", "busy")
-    assert database.inline_reads is not None
-    assert database.direct_reads is not None
-    async with database.point_read() as connection:  # opens the loop's connection
-        await connection.execute(_NAME_OF, {"id": "org_busy"})
-    loop_connection = database.inline_reads._connection
+    inline = await _opened(database, "org_busy", "busy")
+    loop_connection = inline._connection
     assert loop_connection is not None
     # SQLite never waits in the loop: it answers busy at once, and the read goes elsewhere.
     assert loop_connection.execute("PRAGMA busy_timeout").fetchone() == (0,)
-    hops = 0
-    original = database.direct_reads.execute
-
-    async def counted(*args: object, **kwargs: object) -> object:
-        nonlocal hops
-        hops += 1
-        return await original(*args, **kwargs)  # type: ignore[arg-type]
 
     class AnswersBusy:
         """What SQLite answers a reader while another connection recovers the WAL."""
@@ -130,17 +132,17 @@ async def test_point_read_on_busy_sqlite_takes_thread_hop_loop_never_waits(
             raise OperationalError("SELECT …", {}, error)
             yield AnswersBusy(0)  # never reached
 
-    monkeypatch.setattr(database.direct_reads, "execute", counted)
+    hops = count_hops(database, monkeypatch)
     for code in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_BUSY | (1 << 8), sqlite3.SQLITE_LOCKED):
-        monkeypatch.setattr(database.inline_reads, "_connection", AnswersBusy(code))
+        monkeypatch.setattr(inline, "_connection", AnswersBusy(code))
         async with database.point_read() as connection:
             assert (await connection.execute(_NAME_OF, {"id": "org_busy"})).scalar() == "busy"
-    monkeypatch.setattr(database.inline_reads, "_engine", EngineAnswersBusy())
+    monkeypatch.setattr(inline, "_engine", EngineAnswersBusy())
     async with database.point_read() as connection:
         converted = (await connection.execute(_CREATED_AT, {"id": "org_busy"})).one()
     assert converted.name == "busy"
     assert isinstance(converted.created_at, datetime)
-    assert hops == 4  # each read answered busy took the reading thread's hop
+    assert len(hops) == 4  # each read answered busy took the reading thread's hop
 
 
 async def test_point_read_on_sqlite_other_errors_are_503(
