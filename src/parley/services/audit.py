@@ -146,14 +146,14 @@ async def record_guarded(
     (`Database.write_core_directly`), no ORM session. Neither announces a change: the
     event is the only thing written."""
     unhashed = _unhashed(ctx, org_id, actor, action, "", details, 0, "")
-    before, _ = canonical_parts(unhashed)
     if audit_repo.appends_in_one_statement(ctx.db.dialect):
+        before, _ = canonical_parts(unhashed)
         async with ctx.db.autocommit() as writer:
             appended = await audit_repo.append_guarded(writer, unhashed, before, guard)
     else:
 
         def append(core: DirectConnection) -> tuple[int, str, str, str] | None:
-            return audit_repo.append_guarded_directly(core, unhashed, before, guard)
+            return audit_repo.append_guarded_directly(core, unhashed, guard, chain_hash)
 
         appended = await ctx.db.write_core_directly(append)
     if appended is None:

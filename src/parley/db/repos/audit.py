@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+import functools
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 
 from sqlalchemy import (
     Connection,
@@ -174,53 +173,45 @@ async def append_guarded(
 
 
 def append_guarded_directly(
-    core: Connection, event: AuditEvent, before: bytes, guard: Guard
+    core: Connection,
+    event: AuditEvent,
+    guard: Guard,
+    hash_of: Callable[[AuditEvent], str],
 ) -> tuple[int, str, str, str] | None:
     """SQLite's `append_guarded`, on a synchronous connection inside one transaction
     (`Database.write_core_directly`: `BEGIN IMMEDIATE`, so this process's writer alone):
-    the guard, the head, the event with its hash computed here from `before` exactly as
-    PostgreSQL computes it, and the head's move, as Core statements built once. It too
-    announces nothing. Returns what `append_guarded` returns."""
+    the guard, the head, the event at `seq` = head + 1 hashed by `hash_of` (the chain's
+    hash), and the head's move, as Core statements built once. It too announces nothing.
+    Returns what `append_guarded` returns."""
     found = core.execute(_guard_query(guard.query), dict(guard.params)).first()
     if found is None:
         return None
     head = core.execute(_LOCK_HEAD, {"org_id": event.org_id}).first()
     if head is None:
         return None
-    seq, prev_hash, target = head[0] + 1, head[1], found[0]
-    after = f'{seq},"target":{json.dumps(target, ensure_ascii=False)}}}'.encode()
-    hashed = hashlib.sha256(prev_hash.encode("utf-8") + before + after).hexdigest()
-    values = {"seq": seq, "target": target, "prev_hash": prev_hash, "hash": hashed}
-    core.execute(_INSERT_EVENT, {**_described(event), **values})
-    core.execute(_MOVE_HEAD, {"head_org_id": event.org_id, "new_seq": seq, "new_hash": hashed})
-    return seq, prev_hash, hashed, target
+    placed = replace(event, seq=head[0] + 1, target=found[0], prev_hash=head[1])
+    hashed = hash_of(placed)
+    values = {"seq": placed.seq, "target": placed.target, "prev_hash": placed.prev_hash}
+    core.execute(_INSERT_EVENT, {**_described(event), **values, "hash": hashed})
+    moved = {"head_org_id": event.org_id, "new_seq": placed.seq, "new_hash": hashed}
+    core.execute(_MOVE_HEAD, moved)
+    return placed.seq, placed.prev_hash, hashed, placed.target
 
 
-_GUARD_QUERIES: dict[str, TextClause] = {}
-
-
+@functools.cache  # one per guard's query: a handful, built once
 def _guard_query(query: str) -> TextClause:
-    statement = _GUARD_QUERIES.get(query)
-    if statement is None:
-        statement = _GUARD_QUERIES[query] = text(query)
-    return statement
+    return text(query)
 
 
-_GUARDED_APPENDS: dict[str, TextClause] = {}
-
-
+@functools.cache  # one per guard's query
 def _guarded_append(guard_query: str) -> TextClause:
     """The one-statement append under `guard_query`, built once per guard."""
-    statement = _GUARDED_APPENDS.get(guard_query)
-    if statement is None:
-        events = AuditEventRow.__table__.c
-        statement = text(_GUARDED_APPEND.format(guard=guard_query)).bindparams(
-            bindparam("details", type_=events.details.type),
-            bindparam("created_at", type_=events.created_at.type),
-            bindparam("before", type_=LargeBinary()),
-        )
-        _GUARDED_APPENDS[guard_query] = statement
-    return statement
+    events = AuditEventRow.__table__.c
+    return text(_GUARDED_APPEND.format(guard=guard_query)).bindparams(
+        bindparam("details", type_=events.details.type),
+        bindparam("created_at", type_=events.created_at.type),
+        bindparam("before", type_=LargeBinary()),
+    )
 
 
 # Written as SQL, not Core: data-modifying CTEs feeding an UPDATE … FROM read plainer so.
