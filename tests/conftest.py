@@ -156,8 +156,12 @@ def statements(app: FastAPI) -> Iterator[list[str]]:
         event.listen(engine, "before_cursor_execute", record)
     if db.inline_reads is not None:  # SQLite's reads in the event loop's thread
         db.inline_reads.observe(seen.append)
+    if db.driver is not None:  # PostgreSQL's statements on asyncpg directly
+        db.driver.observe(seen.append)
     yield seen
     for engine in engines:
         event.remove(engine, "before_cursor_execute", record)
     if db.inline_reads is not None:
         db.inline_reads.observe(None)
+    if db.driver is not None:
+        db.driver.observe(None)

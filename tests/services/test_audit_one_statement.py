@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 
 import pytest
 from sqlalchemy import event, text
-from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from parley.db.database import Database, mark_changed
@@ -112,20 +112,27 @@ async def test_concurrent_unchanged_and_changing_calls_do_not_fork_chain(ctx: Co
 
 
 @contextmanager
-def statements_of(engine: Engine) -> Iterator[list[tuple[str, bool]]]:
-    """Every statement run on `engine`, each with whether it ran outside any transaction
-    (a connection in AUTOCOMMIT: asyncpg sends no `BEGIN` and no `COMMIT`)."""
+def statements_of(database: Database) -> Iterator[list[tuple[str, bool]]]:
+    """Every statement `database` runs, each with whether it ran outside any transaction:
+    through the engine, a connection in AUTOCOMMIT (asyncpg sends no `BEGIN` and no
+    `COMMIT`); on asyncpg directly (`DriverStatements`), always (each statement commits
+    on its own: tests/db/test_driver.py)."""
     seen: list[tuple[str, bool]] = []
 
     def note(connection: Connection, _cursor: object, statement: str, *_: object) -> None:
         options = connection.get_execution_options()
         seen.append((statement, options.get("isolation_level") == "AUTOCOMMIT"))
 
+    engine = database.engine.sync_engine
     event.listen(engine, "before_cursor_execute", note)
+    if database.driver is not None:
+        database.driver.observe(lambda statement: seen.append((statement, True)))
     try:
         yield seen
     finally:
         event.remove(engine, "before_cursor_execute", note)
+        if database.driver is not None:
+            database.driver.observe(None)
 
 
 @POSTGRES_ONLY
@@ -138,7 +145,7 @@ async def test_unchanged_disable_is_one_statement_outside_any_transaction(
     ref = agent.name if by == "name" else agent.id
     await agents.disable_agent(ctx, org_id=org_id, ref=ref, project=None, actor=ACTOR)
 
-    with statements_of(ctx.db.engine.sync_engine) as seen:
+    with statements_of(ctx.db) as seen:
         await agents.disable_agent(ctx, org_id=org_id, ref=ref, project=None, actor=ACTOR)
     [last] = (await chain_events(ctx, org_id))[-1:]
 

@@ -202,6 +202,7 @@ class GatedDatabase(Database):
 
     def __init__(self, db: Database) -> None:
         super().__init__(db.engine, db.timeouts, read_engine=db.read_engine)
+        self.driver = db.driver  # its pool is the wrapped database's, closed with it
         self.gate = asyncio.Event()
         self.checks = 0
         self.failing = False

@@ -11,7 +11,7 @@ from contextlib import asynccontextmanager, contextmanager
 from typing import Any, TypeVar
 
 from sqlalchemy import Connection, Engine, Executable, Result, text
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from parley import metrics
 from parley.db.direct import (
@@ -22,6 +22,7 @@ from parley.db.direct import (
     in_core_transaction,
     run_units,
 )
+from parley.db.driver import DriverStatements
 from parley.db.engine import (
     POOL_SIZE,
     SQLITE_BUSY_TIMEOUT_MS,
@@ -64,7 +65,7 @@ def after_commit(session: AsyncSession, callback: Callable[[], None]) -> None:
 class _AutocommitWriter:
     """A connection outside any transaction, with the notes of what its statements changed."""
 
-    def __init__(self, connection: AsyncConnection) -> None:
+    def __init__(self, connection: StatementConnection) -> None:
         self._connection = connection
         self.info: dict[Any, Any] = {}
 
@@ -106,6 +107,11 @@ class Database:
         self.inline_reads = (
             InlineReads(functools.partial(_open_inline, self.read_engine), self.direct_reads)
             if self.direct_reads is not None
+            else None
+        )
+        self.driver = (
+            DriverStatements(self.engine, self._statements, self.timeouts)
+            if engine.dialect.name == "postgresql"
             else None
         )
         self._probe = SharedProbe(self.ping)
@@ -343,13 +349,16 @@ class Database:
         but on SQLite it runs in the event loop's own thread, with no thread hop
         (`InlineReads`): the hop cost more than such a read. For the hot look-ups, with
         statements built once; a read that may scan or return many rows uses `statement()`.
+        On PostgreSQL it runs on asyncpg directly, without the engine's checkout and
+        execution (`DriverStatements`).
         """
-        if self.inline_reads is None:
+        fast = self.inline_reads or self.driver
+        if fast is None:
             async with self.statement() as connection:
                 yield connection
             return
         with _counted():
-            yield self.inline_reads
+            yield fast
 
     @asynccontextmanager
     async def autocommit(self) -> AsyncIterator[StatementWriter]:
@@ -362,12 +371,11 @@ class Database:
         without an error. SQLite has no use for it: its one writer at a time already
         runs a transaction in one thread hop (`transact`).
         """
-        if self.dialect == "sqlite":
+        if self.driver is None:
             raise RuntimeError("autocommit() is for PostgreSQL; SQLite writes use transact()")
         with _counted():
-            async with self._statements.connect() as connection:
-                writer = _AutocommitWriter(connection)
-                yield writer
+            writer = _AutocommitWriter(self.driver)  # asyncpg directly: `DriverStatements`
+            yield writer
         self._committed(writer.info)
 
     @asynccontextmanager
@@ -439,6 +447,8 @@ class Database:
             executor.shutdown(wait=False)
         if self.inline_reads is not None:
             self.inline_reads.close()
+        if self.driver is not None:
+            await self.driver.close()
         if self.direct_reads is not None:
             await asyncio.get_running_loop().run_in_executor(None, self.direct_reads.close)
         await self.engine.dispose()

@@ -93,15 +93,22 @@ def create_engine(
             pool_size=pool_size,
             max_overflow=max(1, pool_size // 2),
             pool_timeout=bounds.pool,
-            connect_args={
-                "timeout": bounds.connect,
-                "command_timeout": bounds.statement,
-                "server_settings": {"statement_timeout": str(int(bounds.statement * 1000))},
-            },
+            connect_args=postgres_connect_args(bounds),
         )
         _replace_closed_connections(engine)
     _discard_broken_connections(engine)
     return engine
+
+
+def postgres_connect_args(timeouts: Timeouts) -> dict[str, Any]:
+    """asyncpg's connection arguments for PostgreSQL: a bounded connect, and every
+    statement bounded on both sides (the client's `command_timeout`, the server's
+    `statement_timeout`). The engine's connections and `db/driver.py`'s share them."""
+    return {
+        "timeout": timeouts.connect,
+        "command_timeout": timeouts.statement,
+        "server_settings": {"statement_timeout": str(int(timeouts.statement * 1000))},
+    }
 
 
 def single_statement_engine(engine: AsyncEngine) -> AsyncEngine:
