@@ -33,6 +33,7 @@ import argparse
 import asyncio
 import base64
 import json
+import math
 import os
 import re
 import socket
@@ -70,6 +71,10 @@ class Turn:
     latency: float
     errors: int
     words: int
+    turn_end: float = float("nan")
+    """`user_finished_speaking`, seconds after the last voiced sample (client's clock)."""
+    words_at: float = float("nan")
+    """`input_text`, the same way."""
 
 
 @dataclass
@@ -189,7 +194,7 @@ async def conversation(
                 clock += CHUNK_S
                 await asyncio.sleep(max(0.0, clock - time.monotonic()))
             speech_end = started + 0.3 + voiced_end(sentence)
-            heard, first_audio = "", None
+            heard, first_audio, finished_at, heard_at = "", None, float("nan"), float("nan")
             while first_audio is None:
                 await send_audio(ws, silence)
                 clock += CHUNK_S
@@ -197,13 +202,28 @@ async def conversation(
                 while not inbox.empty():
                     at, message = inbox.get_nowait()
                     if message["type"] == "input_text":
-                        heard = message["text"]
-                    elif message["type"] == "audio_chunk" and at > speech_end and heard:
-                        first_audio = at
+                        heard, heard_at = message["text"], at
+                    elif message["type"] == "user_finished_speaking" and at > speech_end:
+                        finished_at = at
+                    elif (
+                        message["type"] == "audio_chunk"
+                        and at > speech_end
+                        and heard
+                        and first_audio is None
+                    ):
+                        first_audio = at  # the first: later chunks may share this drain
                 if time.monotonic() - speech_end > 15:
                     raise RuntimeError(f"no answer to {sentence!r}")
             errors = speech.word_errors(sentence, heard)
-            turns.append(Turn(first_audio - speech_end, errors, len(speech.words(sentence))))
+            turns.append(
+                Turn(
+                    first_audio - speech_end,
+                    errors,
+                    len(speech.words(sentence)),
+                    finished_at - speech_end,
+                    heard_at - speech_end,
+                )
+            )
             for _ in range(25):  # 0.5 s into the answer, the user speaks again
                 await send_audio(ws, silence)
                 clock += CHUNK_S
@@ -218,6 +238,17 @@ async def send_audio(ws: ClientConnection, chunk: bytes) -> None:
 
 def percentile(values: list[float], q: float) -> float:
     return float(np.percentile(np.array(values), q)) if values else float("nan")
+
+
+def stages(turns: list[Turn]) -> str:
+    """p50 of each step after the last voiced sample: where the latency goes."""
+    ends = [t.turn_end for t in turns if not math.isnan(t.turn_end)]
+    words = [t.words_at for t in turns if not math.isnan(t.words_at)]
+    return (
+        f"p50 after the last voiced sample: turn ended {percentile(ends, 50) * 1000:.0f} ms, "
+        f"words {percentile(words, 50) * 1000:.0f} ms, "
+        f"first audio {percentile([t.latency for t in turns], 50) * 1000:.0f} ms"
+    )
 
 
 def server_figures(log: ServerLog, start: float, end: float) -> str:
@@ -325,6 +356,7 @@ async def main() -> None:
                     f"{percentile(latencies, 95):9.3f} s  {wer:6.1%}  "
                     f"{server_figures(log, start, time.monotonic())}"
                 )
+                print(f"             {stages(turns)}")
             print("\nconversations at once (pcm_16000): p50 / p95 latency")
             sustained = 0
             for level in (int(n) for n in args.levels.split(",")):
@@ -353,6 +385,7 @@ async def main() -> None:
                     f"{level:>3} conversations: {percentile(latencies, 50):.3f} s / {p95:.3f} s, "
                     f"WER {wer:.1%}; {server_figures(log, start, time.monotonic())}"
                 )
+                print(f"    {stages([t for batch in batches for t in batch])}")
                 if p95 < 2.0:
                     sustained = level
             print(f"\nlargest level with p95 under 2 s: {sustained} conversations")
