@@ -26,6 +26,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.pool import SingletonThreadPool, StaticPool
 
 from parley.db.errors import UniqueViolations, translated
+from parley.db.plans import Plan, Plans
 
 T = TypeVar("T")
 
@@ -133,19 +134,6 @@ class DirectReads:
         self.engine.dispose()
 
 
-@dataclass(frozen=True, slots=True)
-class _Plan:
-    """How `InlineReads` runs a statement: compiled once for SQLite."""
-
-    sql: str
-    names: tuple[str, ...]
-    """The bound parameters' names, in the order of the statement's `?`."""
-    defaults: Mapping[str, Any]
-    """The values the statement binds itself (a `LIMIT`, an `OFFSET`)."""
-    plain: bool
-    """No bound value nor column needs a conversion: sqlite3 runs it alone."""
-
-
 class InlineReads:
     """SQLite's bounded reads (`Database.point_read()`) in the event loop's own thread.
 
@@ -166,7 +154,7 @@ class InlineReads:
         self._fallback = fallback
         self._connection: sqlite3.Connection | None = None  # opened by the first read
         self._engine: Engine | None = None  # over that connection, made with it
-        self._plans: dict[Executable, _Plan] = {}
+        self._plans = Plans(_SQLITE)
         self._observer: Callable[[str], None] | None = None
 
     def observe(self, observer: Callable[[str], None] | None) -> None:
@@ -181,13 +169,12 @@ class InlineReads:
     ) -> Result[Any]:
         """Run `statement` (one bounded `SELECT`); return its rows."""
         connection = self._connection or await self._open()
-        plan = self._plan(statement)
+        plan = self._plans(statement)
         try:
-            if not plan.plain:
+            if not _plain(plan):
                 with self._over(connection).connect() as core:
                     return core.execute(statement, parameters).freeze()()
-            given = {**plan.defaults, **(parameters or {})}
-            cursor = connection.execute(plan.sql, [given[name] for name in plan.names])
+            cursor = connection.execute(plan.sql, plan.values(parameters))
             rows = cursor.fetchall()
         except (sqlite3.OperationalError, OperationalError) as error:
             cause = getattr(error, "orig", error)
@@ -215,14 +202,6 @@ class InlineReads:
             )
         return self._engine
 
-    def _plan(self, statement: Executable) -> _Plan:
-        known = self._plans.get(statement)
-        if known is None:
-            if len(self._plans) >= _PLANS_MAX:  # statements are built once: never
-                self._plans.clear()
-            known = self._plans[statement] = _plan_of(statement)
-        return known
-
     def close(self) -> None:
         """Close the loop's connection (a later read opens it again)."""
         connection, self._connection = self._connection, None
@@ -233,22 +212,15 @@ class InlineReads:
             connection.close()
 
 
-def _plan_of(statement: Executable) -> _Plan:
-    compiled = statement.compile(dialect=_SQLITE)  # type: ignore[attr-defined]
-    binds = compiled.binds.values()
-    columns = getattr(statement, "selected_columns", None)
-    plain = (
-        columns is not None
-        and "POSTCOMPILE" not in compiled.string  # an expanding IN: SQLAlchemy renders it
-        and all(b.type.dialect_impl(_SQLITE).bind_processor(_SQLITE) is None for b in binds)
-        and all(
-            c.type.dialect_impl(_SQLITE).result_processor(_SQLITE, None) is None for c in columns
-        )
+def _plain(plan: Plan) -> bool:
+    """No value nor column needs a conversion, and sqlite3 can run the SQL: sqlite3 alone."""
+    return (
+        plan.columns is not None
+        and not plan.expanding
+        and not plan.converts_values
+        and not plan.converts_columns
     )
-    defaults = {name: bind.value for name, bind in compiled.binds.items() if not bind.required}
-    return _Plan(compiled.string, tuple(compiled.positiontup or ()), defaults, plain)
 
 
 _SQLITE = sqlite.dialect(paramstyle="qmark")
-_PLANS_MAX = 256
 _BUSY = {sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED}

@@ -19,40 +19,22 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import asyncpg
 from sqlalchemy import Executable, Result
 from sqlalchemy import exc as sa_exc
-from sqlalchemy.engine import Dialect
 from sqlalchemy.engine.result import IteratorResult, SimpleResultMetaData
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from parley.db.engine import Timeouts, postgres_connect_args
 from parley.db.errors import breaks_connection
+from parley.db.plans import Plans
 
 DRIVER_CONNECTIONS = 4
 """asyncpg connections of a process for these statements (opened on demand). A point read
 holds one for a round trip of tens of microseconds of the server's time; a burst waits in
 the pool's queue, bounded by the pool timeout."""
-
-_Processor = Callable[[Any], Any] | None
-
-
-@dataclass(frozen=True, slots=True)
-class _Plan:
-    """How `DriverStatements` runs a statement: compiled once by the engine's dialect."""
-
-    sql: str
-    names: tuple[str, ...]
-    """The bound parameters' names, in the order of the statement's `$n`."""
-    binds: tuple[_Processor, ...]
-    """Each parameter's conversion to the driver's value (None: as given)."""
-    defaults: Mapping[str, Any]
-    """The values the statement binds itself (a `LIMIT`)."""
-    columns: tuple[_Processor, ...] | None
-    """Each result column's conversion from the driver's value; None when none converts."""
 
 
 class DriverStatements:
@@ -63,10 +45,9 @@ class DriverStatements:
         self._engine = engine
         self._fallback = fallback
         self._timeouts = timeouts
-        self._dialect: Dialect = engine.dialect
+        self._plans = Plans(engine.dialect)
         self._pool: asyncpg.Pool | None = None  # opened by the first statement
         self._opening: asyncio.Lock | None = None
-        self._plans: dict[Executable, _Plan | None] = {}
         self._observer: Callable[[str], None] | None = None
 
     def observe(self, observer: Callable[[str], None] | None) -> None:
@@ -77,15 +58,11 @@ class DriverStatements:
         self, statement: Executable, parameters: Mapping[str, Any] | None = None, /
     ) -> Result[Any]:
         """Run `statement` (one statement, committed on its own); return its rows."""
-        plan = self._plan(statement)
-        if plan is None:
+        plan = self._plans(statement)
+        if plan.expanding:
             async with self._fallback.connect() as connection:
                 return (await connection.execute(statement, parameters)).freeze()()
-        given = {**plan.defaults, **(parameters or {})}
-        values = [
-            given[name] if convert is None else convert(given[name])
-            for name, convert in zip(plan.names, plan.binds, strict=True)
-        ]
+        values = plan.values(parameters)
         pool = self._pool or await self._open()
         if self._observer is not None:
             self._observer(plan.sql)
@@ -100,17 +77,7 @@ class DriverStatements:
                 await pool.expire_connections()
             raise
         keys = list(records[0].keys()) if records else []
-        if plan.columns is None:
-            rows = [tuple(record) for record in records]
-        else:
-            rows = [
-                tuple(
-                    value if convert is None else convert(value)
-                    for convert, value in zip(plan.columns, record, strict=True)
-                )
-                for record in records
-            ]
-        return IteratorResult(SimpleResultMetaData(keys), iter(rows))
+        return IteratorResult(SimpleResultMetaData(keys), iter(plan.rows(records)))
 
     async def _open(self) -> asyncpg.Pool:
         """Create the pool once (it connects on demand)."""
@@ -133,14 +100,6 @@ class DriverStatements:
                 )
             return self._pool
 
-    def _plan(self, statement: Executable) -> _Plan | None:
-        if statement in self._plans:
-            return self._plans[statement]
-        if len(self._plans) >= _PLANS_MAX:  # statements are built once: never
-            self._plans.clear()
-        plan = self._plans[statement] = _plan_of(statement, self._dialect)
-        return plan
-
     async def close(self) -> None:
         """Close the pool's connections (a later statement opens it again)."""
         pool, self._pool = self._pool, None
@@ -150,25 +109,6 @@ class DriverStatements:
             await asyncio.wait_for(pool.close(), self._timeouts.pool)
         except TimeoutError:
             pool.terminate()
-
-
-def _plan_of(statement: Executable, dialect: Dialect) -> _Plan | None:
-    compiled = statement.compile(dialect=dialect)  # type: ignore[attr-defined]
-    if "POSTCOMPILE" in compiled.string:  # an expanding IN: the engine renders it
-        return None
-    names = tuple(compiled.positiontup or ())
-    binds = tuple(
-        compiled.binds[name].type.dialect_impl(dialect).bind_processor(dialect) for name in names
-    )
-    defaults = {name: bind.value for name, bind in compiled.binds.items() if not bind.required}
-    selected = getattr(statement, "selected_columns", None)
-    columns = None
-    if selected is not None:
-        processors = tuple(
-            column.type.dialect_impl(dialect).result_processor(dialect, None) for column in selected
-        )
-        columns = processors if any(p is not None for p in processors) else None
-    return _Plan(compiled.string, names, binds, defaults, columns)
 
 
 async def _set_up_codecs(connection: asyncpg.Connection) -> None:
@@ -192,6 +132,3 @@ async def _set_up_codecs(connection: asyncpg.Connection) -> None:
 
 async def _nothing_to_reset(_connection: asyncpg.Connection) -> None:
     """Release without asyncpg's reset query: see the module's docstring."""
-
-
-_PLANS_MAX = 256
