@@ -295,7 +295,6 @@ async def test_engine_too_many_queued_responses_refused(
 class EchoRecognizer:
     sample_rate = 8_000
     incremental = False
-    busy = False
 
     async def warm_up(self) -> None:
         return None
@@ -416,7 +415,6 @@ async def test_engine_agent_language_reaches_the_recognizer_input_text_reports_h
 class FailingRecognizer:
     sample_rate = 16_000
     incremental = False
-    busy = False
 
     async def warm_up(self) -> None:
         return None

@@ -163,11 +163,6 @@ class Recognizer(Protocol):
         """True when partial decodes (while the user speaks) help the final one."""
         ...
 
-    @property
-    def busy(self) -> bool:
-        """True while decodes run or wait: one asked for now would wait its turn."""
-        ...
-
     async def warm_up(self) -> None:
         """Load the model now rather than on the first utterance."""
         ...

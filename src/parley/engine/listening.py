@@ -19,9 +19,8 @@ With an end-of-turn model (semantic mode), the silence that ends a turn is
 `SemanticParams.max_silence_ms`. At PAUSED the model is asked too, in its own thread, about
 the turn's audio up to the end of speech, right after the speculative final decode (the two
 side by side slowed the decode by half on two cores; asking only at `check_ms` put the
-model's time on top of the silence), or at once when that decode must first wait in the
-recognizer's queue behind other conversations' turns. Once the silence has lasted
-`check_ms` (CHECK), a finished thought ends the turn (`feed` returns its FINISHED as soon as both hold, or, when
+model's time on top of the silence): once the silence has lasted `check_ms` (CHECK), a
+finished thought ends the turn (`feed` returns its FINISHED as soon as both hold, or, when
 the answer comes after the last chunk fed, `on_late_finish` receives it: a client need not
 keep streaming silence for the answer to be heeded); an unfinished one keeps waiting;
 speech resuming drops the answer, as it drops the speculative decode.
@@ -177,14 +176,12 @@ class Listener:
                 return True
             case Transition.PAUSED:
                 self._paused_at = event.time
-                queued = self._recognizer.busy  # the decode about to start would wait
                 if self._recognizer.incremental:
                     self._speculative = self._start_final(event)
                 if self._turn_model is not None:  # asked now, heeded from CHECK on
                     audio = self._audio.turn(until=event.time, padded=False)
-                    after = None if queued else self._speculative
                     verdict = self._verdict = self._spawn(
-                        self._ask(self._turn_model, audio, after=after)
+                        self._ask(self._turn_model, audio, after=self._speculative)
                     )
                     self._spawn(self._heed_when_done(verdict))
                 return False
@@ -209,9 +206,7 @@ class Listener:
 
         It runs once the speculative decode `after` is done: the reply needs those words
         anyway, and on a small machine the two would slow each other down (the decode takes
-        every core). When the decode would wait in the recognizer's queue (other
-        conversations' turns), `after` is None and the model answers while it waits, so
-        the turn's end is not put off by the queue (bench/voice_turn.py, 16 conversations).
+        every core).
         """
         if after is not None:
             await asyncio.wait({after})  # done, failed or dropped: never raises

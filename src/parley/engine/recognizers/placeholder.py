@@ -14,7 +14,6 @@ class PlaceholderRecognizer:
 
     sample_rate = 16_000
     incremental = False
-    busy = False  # it answers at once
 
     async def warm_up(self) -> None:
         """Nothing to load."""

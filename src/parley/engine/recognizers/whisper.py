@@ -119,11 +119,6 @@ class WhisperRecognizer:
         self._queue = RecognitionQueue(max_pending=max_pending)
 
     @property
-    def busy(self) -> bool:
-        """True while a decode runs or waits in the queue."""
-        return self._queue.busy
-
-    @property
     def loaded(self) -> bool:
         """True once warm_up (or the first decode) has loaded the model."""
         return self._model is not None
