@@ -78,7 +78,11 @@ class EngineSettings:
     semantic: SemanticParams = field(default_factory=SemanticParams)  # with a turn model
     output_chunk_ms: int = OUTPUT_CHUNK_MS
     playback_lead_s: float | None = 0.5  # None: send audio as fast as it is made (tests)
-    partial_interval_s: float = 1.0
+    partial_interval_s: float | None = None
+    """Partial decodes while the user speaks, every this many seconds (None: none). Off:
+    forcing their words onto the final decode saved no time (the encoder dominates: a
+    14 s turn decodes in 0.21 s either way), and under load they held the recognizer when
+    finals were due (docs/performance.md, session 17)."""
     max_history: int = 50
     max_pending_responses: int = 8
     max_pending_turns: int = 4

@@ -4,16 +4,15 @@ Per chunk: decode, resample (soxr streams, state kept across chunks) to the reco
 rate and to Silero's (8 kHz input stays at 8 kHz), score the VAD windows, find the turns.
 Recognition does not wait for the end of a turn:
 
-- while the user speaks, a partial decode of the turn so far runs every
-  `partial_interval_s` when the recognizer is idle; the words two partials agree on (but the
-  last) are committed, and later decodes are forced to start with them, so they only
-  generate the tail;
+- with `partial_interval_s` set (off by default: EngineSettings says why), while the user
+  speaks a partial decode of the turn so far runs every `partial_interval_s` when the
+  recognizer is idle; the words two partials agree on (but the last) are committed, and
+  later decodes are forced to start with them, so they only generate the tail;
 - when the speech pauses (PAUSED, `pause_ms` into the silence), the final decode starts at
   once, speculatively: if the silence lasts to the end of the turn, its result is the turn's
   words, ready about when the end is detected; if the user goes on (RESUMED), it is dropped.
 
-So at the end of a turn only the tail is left to decode, and that work overlaps the
-end-of-turn silence.
+So the final decode overlaps the end-of-turn silence.
 
 With an end-of-turn model (semantic mode), the silence that ends a turn is
 `SemanticParams.max_silence_ms`. At PAUSED the model is asked too, in its own thread, about
@@ -59,7 +58,7 @@ class Listener:
         vad_model: SileroVAD,
         params: VadParams,
         language: str,
-        partial_interval_s: float = 0.8,
+        partial_interval_s: float | None = None,
         turn_model: SmartTurn | None = None,
         semantic: SemanticParams | None = None,
         keywords: tuple[str, ...] = (),
@@ -270,7 +269,9 @@ class Listener:
 
     def _maybe_partial(self) -> None:
         detector = self.detector
-        if not (self._recognizer.incremental and detector.in_turn and not detector.paused):
+        if self._partial_interval is None or not self._recognizer.incremental:
+            return
+        if not detector.in_turn or detector.paused:
             return
         if self._partial is not None and not self._partial.done():
             return
