@@ -14,7 +14,8 @@ of 1 to 4 words said 3 or more times in a row (greedy decoding's loop on unclear
 bench/heldout_speech.py), a third one of a phrase of 3 to 8 words that ends the transcript
 said twice, and the output length is bounded by the audio's duration.
 Decoding is greedy (beam 1), without timestamps. A `prefix` (the words partial decodes
-already agreed on) is forced onto the decoder, so a final decode only generates the tail.
+already agreed on, when they are on) is forced onto the decoder; it saves little, as the
+encoder is most of a decode (docs/decisions.md).
 Finals that wait in the queue together are decoded in one call (`_decode_many`: one
 encoder and one decoder pass over the batch), which drains a queue of many conversations'
 turns faster than one at a time; partials run alone, and only when the queue is idle.
