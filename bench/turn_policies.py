@@ -69,18 +69,29 @@ class Pause:
 @dataclass(frozen=True)
 class Policy:
     """End the turn after `check_ms` of silence when the model's probability (asked with
-    `trail_s` of audio after the speech) is above `threshold`; else after 1.5 s."""
+    `trail_s` of audio after the speech) is above `threshold`, after `sure_ms` when it is
+    above `sure_threshold`; else after 1.5 s."""
 
     name: str
     check_ms: int
     threshold: float = 0.5
     trail: int = 0  # index into TRAILS_S
+    sure_ms: int | None = None
+    sure_threshold: float = 0.9
 
     def ends_after(self, pause: Pause, window_s: float) -> float:
         """Seconds of silence after which this policy ends the turn at `pause`."""
-        if pause.probabilities[self.trail] > self.threshold:
-            return math.ceil(self.check_ms / 1000 / window_s - 1e-9) * window_s
-        return math.ceil(MAX_SILENCE_S / window_s - 1e-9) * window_s
+        probability = pause.probabilities[self.trail]
+        if self.sure_ms is not None and probability > self.sure_threshold:
+            return _windows(self.sure_ms / 1000, window_s)
+        if probability > self.threshold:
+            return _windows(self.check_ms / 1000, window_s)
+        return _windows(MAX_SILENCE_S, window_s)
+
+
+def _windows(seconds: float, window_s: float) -> float:
+    """`seconds` rounded up to whole VAD windows, as the TurnDetector counts."""
+    return math.ceil(seconds / window_s - 1e-9) * window_s
 
 
 POLICIES = (
@@ -93,6 +104,11 @@ POLICIES = (
     Policy("check 300 ms, threshold 0.3", 300, 0.3),
     Policy("check 300 ms, 64 ms trail", 300, trail=1),
     Policy("check 300 ms, 128 ms trail", 300, trail=2),
+    Policy("check 300 ms; 250 ms above 0.9", 300, sure_ms=250),
+    Policy("check 300 ms; 200 ms above 0.9", 300, sure_ms=200),
+    Policy("check 300 ms; 250 ms above 0.95", 300, sure_ms=250, sure_threshold=0.95),
+    Policy("check 300 ms; 200 ms above 0.95", 300, sure_ms=200, sure_threshold=0.95),
+    Policy("check 300 ms; 150 ms above 0.95", 300, sure_ms=150, sure_threshold=0.95),
 )
 
 

@@ -18,11 +18,12 @@ With an end-of-turn model (semantic mode), the silence that ends a turn is
 `SemanticParams.max_silence_ms`. At PAUSED the model is asked too, in its own thread, about
 the turn's audio up to the end of speech, right after the speculative final decode (the two
 side by side slowed the decode by half on two cores; asking only at `check_ms` put the
-model's time on top of the silence): once the silence has lasted `check_ms` (CHECK), a
-finished thought ends the turn (`feed` returns its FINISHED as soon as both hold, or, when
-the answer comes after the last chunk fed, `on_late_finish` receives it: a client need not
-keep streaming silence for the answer to be heeded); an unfinished one keeps waiting;
-speech resuming drops the answer, as it drops the speculative decode.
+model's time on top of the silence): once the silence has lasted as long as the answer
+asks (CHECK: `sure_ms` for a thought the model is all but sure is finished, `check_ms` for
+one it judges finished), the turn ends (`feed` returns its FINISHED as soon as both hold,
+or, when the answer comes after the last chunk fed, `on_late_finish` receives it: a client
+need not keep streaming silence for the answer to be heeded); an unfinished one keeps
+waiting; speech resuming drops the answer, as it drops the speculative decode.
 """
 
 from __future__ import annotations
@@ -87,7 +88,7 @@ class Listener:
         self.detector = TurnDetector(
             self._silero.window_seconds,
             params,
-            check_ms=self._semantic.check_ms if turn_model is not None else None,
+            checks_ms=self._semantic.checks_ms if turn_model is not None else (),
         )
         pad = params.pad_ms / 1000
         self._audio = TurnAudio(
@@ -98,9 +99,9 @@ class Listener:
         self._partial: asyncio.Task[None] | None = None
         self._partial_mark = 0.0
         self._speculative: asyncio.Task[Transcript | None] | None = None
-        self._verdict: asyncio.Task[bool] | None = None
+        self._verdict: asyncio.Task[float] | None = None
         self._paused_at = 0.0
-        self._quiet_enough = False  # the silence has reached check_ms (CHECK)
+        self._silence_s = 0.0  # the silence of this pause, as of its last CHECK
         self._gaps: list[tuple[float, float]] = []  # pauses inside the turn (stream time)
         self._tasks: set[asyncio.Task[Any]] = set()
 
@@ -185,10 +186,10 @@ class Listener:
                     self._spawn(self._heed_when_done(verdict))
                 return False
             case Transition.CHECK:
-                self._quiet_enough = True
+                self._silence_s = event.silence_seconds
                 return False
             case Transition.RESUMED:
-                self._quiet_enough = False
+                self._silence_s = 0.0
                 self._gaps.append((self._paused_at, event.time))
                 if self._speculative is not None:
                     self._speculative.cancel()
@@ -200,8 +201,8 @@ class Listener:
 
     async def _ask(
         self, model: SmartTurn, audio: Samples, *, after: asyncio.Task[Any] | None
-    ) -> bool:
-        """True when the model judges the turn so far a finished thought.
+    ) -> float:
+        """The model's probability that the turn so far is a finished thought.
 
         It runs once the speculative decode `after` is done: the reply needs those words
         anyway, and on a small machine the two would slow each other down (the decode takes
@@ -210,42 +211,50 @@ class Listener:
         if after is not None:
             await asyncio.wait({after})  # done, failed or dropped: never raises
         probability, seconds = await model.probability(audio)
-        finished = probability > self._semantic.threshold
+        wait_ms = self._semantic.wait_ms(probability)
         turn_log.info(
             "end-of-turn model: %s (p %.2f, %.0f ms)",
-            "finished" if finished else "unfinished",
+            "unfinished" if wait_ms is None else f"finished after {wait_ms} ms of silence",
             probability,
             seconds * 1000,
         )
-        return finished
+        return probability
 
     def _decided(self) -> VadEvent | None:
         """End the turn if the model has answered that its thought is finished, and the
-        silence has lasted `check_ms`."""
+        silence has lasted as long as that answer asks (`SemanticParams.wait_ms`)."""
         verdict = self._verdict
-        if verdict is None or not verdict.done() or not self._quiet_enough:
+        if verdict is None or not verdict.done() or not self._silence_s:
             return None
-        self._verdict = None
         if verdict.cancelled():
+            self._verdict = None
             return None
         if (error := verdict.exception()) is not None:
+            self._verdict = None
             turn_log.warning("end-of-turn model failed; waiting for the silence: %r", error)
             return None
-        if not (verdict.result() and self.detector.in_turn and self.detector.paused):
+        wait_ms = self._semantic.wait_ms(verdict.result())
+        if wait_ms is None:
+            self._verdict = None  # unfinished: the longest silence ends the turn
+            return None
+        if self._silence_s < wait_ms / 1000 - 1e-9:
+            return None  # finished, but the silence is not long enough yet: a later CHECK
+        self._verdict = None
+        if not (self.detector.in_turn and self.detector.paused):
             return None
         return self.detector.finish()
 
-    async def _heed_when_done(self, verdict: asyncio.Task[bool]) -> None:
+    async def _heed_when_done(self, verdict: asyncio.Task[float]) -> None:
         """Heed `verdict` once it is done, from a task: the engine's callback starts a task in
         its task group, which anyio refuses from a bare loop callback (no current task)."""
         await asyncio.wait({verdict})
         self._heed_late(verdict)
 
-    def _heed_late(self, verdict: asyncio.Task[bool]) -> None:
+    def _heed_late(self, verdict: asyncio.Task[float]) -> None:
         """An answer that comes when the silence is long enough already ends the turn now,
         not at the next chunk (there may be none: a client may stop sending at silence)."""
-        if verdict is not self._verdict or not self._quiet_enough:
-            return  # dropped, or heeded by `feed` once the silence reaches CHECK
+        if verdict is not self._verdict or not self._silence_s:
+            return  # dropped, or heeded by `feed` once the silence reaches a CHECK
         decided = self._decided()
         if decided is not None and self._on_late_finish is not None:
             self._on_late_finish(decided)
@@ -297,7 +306,7 @@ class Listener:
 
     def _reset_turn(self) -> None:
         self._drop_verdict()
-        self._quiet_enough = False
+        self._silence_s = 0.0
         self._gaps = []
         self._committed = []
         self._hypothesis = []

@@ -71,7 +71,7 @@ def test_vad_click_shorter_than_onset_starts_nothing() -> None:
 def test_vad_check_after_check_ms_of_silence_once_per_pause() -> None:
     """Semantic mode: CHECK (ask the end-of-turn model) comes after PAUSED, once per pause,
     dated where the speech stopped; the turn still ends on the longest silence."""
-    detector = TurnDetector(WINDOW, VadParams(end_silence_ms=1500), check_ms=150)
+    detector = TurnDetector(WINDOW, VadParams(end_silence_ms=1500), checks_ms=(150,))
     audio = windows(0.96, 0.9) + windows(0.5, 0.0) + windows(0.64, 0.9) + windows(1.6, 0.0)
     events = [(e.kind.value, round(e.time, 3)) for e in detector.process(audio)]
     assert events == [
@@ -85,10 +85,19 @@ def test_vad_check_after_check_ms_of_silence_once_per_pause() -> None:
     ]
 
 
+def test_vad_check_after_each_of_checks_ms_with_the_silence_so_far() -> None:
+    """Two waits (the model's sure and plain answers): a CHECK after each, in whole windows,
+    carrying how long the silence has lasted."""
+    detector = TurnDetector(WINDOW, VadParams(end_silence_ms=1500), checks_ms=(300, 200))
+    events = detector.process(windows(0.96, 0.9) + windows(0.5, 0.0))
+    checks = [round(e.silence_seconds, 3) for e in events if e.kind is Transition.CHECK]
+    assert checks == [0.224, 0.32]  # 7 and 10 windows of 32 ms
+
+
 def test_vad_check_not_between_pause_and_end_refused() -> None:
     for check_ms in (64, 400):
-        with pytest.raises(ValueError, match="check_ms"):
-            TurnDetector(WINDOW, VadParams(), check_ms=check_ms)
+        with pytest.raises(ValueError, match="checks_ms"):
+            TurnDetector(WINDOW, VadParams(), checks_ms=(200, check_ms))
 
 
 def test_vad_pause_then_resume_keeps_one_turn() -> None:

@@ -6,9 +6,9 @@ TurnDetector reads one probability per VAD window and reports, in stream time:
   and an assistant response in progress is interrupted;
 - PAUSED after `pause_ms` without speech: the turn may be over, so the listener can start
   recognising what it has; RESUMED if speech comes back before the end;
-- CHECK (only with `check_ms`, the semantic end of turn) after `check_ms` without speech:
-  from then on the listener heeds the end-of-turn model (asked at PAUSED) and ends the turn
-  early (`finish()`) when it judges the thought finished;
+- CHECK (only with `checks_ms`, the semantic end of turn) after each of `checks_ms` without
+  speech: from then on the listener heeds the end-of-turn model's answers that need no
+  longer a silence (asked at PAUSED), and ends the turn early (`finish()`) on one;
 - FINISHED after `end_silence_ms` without speech, or when the turn reaches `max_speech_ms`.
   A turn with less than `min_speech_ms` of speech in all (a cough, a click, a door) is
   FINISHED with `dropped=True`: it gets no transcript and no reply.
@@ -66,19 +66,21 @@ class Transition(enum.Enum):
 
 @dataclass(frozen=True)
 class VadEvent:
-    """A transition; `time` is where speech began (STARTED) or last was (the others)."""
+    """A transition; `time` is where speech began (STARTED) or last was (the others);
+    `silence_seconds`, for CHECK, how long the silence has lasted."""
 
     kind: Transition
     time: float
     speech_seconds: float = 0.0
     dropped: bool = False
+    silence_seconds: float = 0.0
 
 
 class TurnDetector:
     """Turns from per-window speech probabilities (see the module doc)."""
 
     def __init__(
-        self, window_seconds: float, params: VadParams, *, check_ms: int | None = None
+        self, window_seconds: float, params: VadParams, *, checks_ms: Sequence[int] = ()
     ) -> None:
         self.params = params
         self._window = window_seconds
@@ -91,9 +93,9 @@ class TurnDetector:
         self._end = windows(params.end_silence_ms)
         self._min_speech = windows(params.min_speech_ms)
         self._max = windows(params.max_speech_ms)
-        self._check = windows(check_ms) if check_ms is not None else None
-        if self._check is not None and not self._pause < self._check < self._end:
-            raise ValueError("need pause_ms < check_ms < end_silence_ms (in windows)")
+        self._checks = frozenset(windows(ms) for ms in checks_ms)
+        if any(not self._pause < check < self._end for check in self._checks):
+            raise ValueError("need pause_ms < checks_ms < end_silence_ms (in windows)")
         self._index = 0  # windows seen
         self._run = 0  # consecutive speech windows (idle) or silent windows (in a turn)
         self._in_turn = False
@@ -163,9 +165,13 @@ class TurnDetector:
         if self._run == self._pause and not self._paused:
             self._paused = True
             return VadEvent(Transition.PAUSED, (self._last_speech + 1) * self._window)
-        if self._run == self._check:
-            speech = self._speech * self._window
-            return VadEvent(Transition.CHECK, (self._last_speech + 1) * self._window, speech)
+        if self._run in self._checks:
+            return VadEvent(
+                Transition.CHECK,
+                (self._last_speech + 1) * self._window,
+                self._speech * self._window,
+                silence_seconds=self._run * self._window,
+            )
         return None
 
 
