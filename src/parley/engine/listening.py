@@ -19,8 +19,8 @@ With an end-of-turn model (semantic mode), the silence that ends a turn is
 the turn's audio up to the end of speech, right after the speculative final decode (the two
 side by side slowed the decode by half on two cores; asking only at `check_ms` put the
 model's time on top of the silence): once the silence has lasted as long as the answer
-asks (CHECK: `sure_ms` for a thought the model is all but sure is finished, `check_ms` for
-one it judges finished), the turn ends (`feed` returns its FINISHED as soon as both hold,
+asks (CHECK: `check_ms` for a thought the model judges finished, or `sure_ms`, when set, for
+one it is all but sure of), the turn ends (`feed` returns its FINISHED as soon as both hold,
 or, when the answer comes after the last chunk fed, `on_late_finish` receives it: a client
 need not keep streaming silence for the answer to be heeded); an unfinished one keeps
 waiting; speech resuming drops the answer, as it drops the speculative decode.
