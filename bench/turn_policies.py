@@ -48,7 +48,7 @@ from bench import heldout_speech
 from tests import pauses, speech
 
 from parley.engine.audio import resample
-from parley.engine.semantic import SmartTurn
+from parley.engine.semantic import SemanticParams, SmartTurn
 from parley.engine.vad import SileroStream, Transition, TurnDetector, VadParams
 
 RATE = 16_000
@@ -80,18 +80,17 @@ class Policy:
     sure_threshold: float = 0.9
 
     def ends_after(self, pause: Pause, window_s: float) -> float:
-        """Seconds of silence after which this policy ends the turn at `pause`."""
-        probability = pause.probabilities[self.trail]
-        if self.sure_ms is not None and probability > self.sure_threshold:
-            return _windows(self.sure_ms / 1000, window_s)
-        if probability > self.threshold:
-            return _windows(self.check_ms / 1000, window_s)
-        return _windows(MAX_SILENCE_S, window_s)
-
-
-def _windows(seconds: float, window_s: float) -> float:
-    """`seconds` rounded up to whole VAD windows, as the TurnDetector counts."""
-    return math.ceil(seconds / window_s - 1e-9) * window_s
+        """Seconds of silence after which this policy ends the turn at `pause`: the engine's
+        own reading of the answer (SemanticParams.wait_ms), in whole VAD windows."""
+        semantic = SemanticParams(
+            check_ms=self.check_ms,
+            threshold=self.threshold,
+            sure_ms=self.sure_ms,
+            sure_threshold=self.sure_threshold,
+        )
+        wait_ms = semantic.wait_ms(pause.probabilities[self.trail])
+        seconds = MAX_SILENCE_S if wait_ms is None else wait_ms / 1000
+        return math.ceil(seconds / window_s - 1e-9) * window_s
 
 
 POLICIES = (
