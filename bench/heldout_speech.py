@@ -24,7 +24,9 @@ not in tests/, so no test can be tuned to them.
   (white Gaussian noise at 20 and 10 dB below the speech's power over the whole clip, numpy
   seeded per sentence, sent as `pcm_16000`). Each rendering is first scaled to a 0.5 peak.
 - Recognition: `WhisperRecognizer` as the engine uses it (int8, 2 threads, its queue), one
-  final decode per utterance (no prefix, no prompt, language `en`), each model in turn.
+  final decode per utterance (no prefix, language `en`), each model in turn. No prompt
+  unless `--prompt` gives the agent's `boosted_keywords`: a list of `KEYWORDS` by name, or
+  the comma-separated words themselves.
 - Scoring: word error rate after `normalize`: lower case, no punctuation, and every number
   written out in words ("14th" and "fourteenth", "$90" and "ninety dollars", "7:30" and
   "seven thirty", "555-0142" and "five five five zero one four two" compare equal).
@@ -108,6 +110,24 @@ SENTENCES = (
     "Could you tell me if the 5:50 train to Leeds is on time?",
     "Thanks, that's everything, please email me the receipt.",
 )
+
+# The `boosted_keywords` an agent taking these calls might carry (`--prompt NAME`). From the
+# least an operator knows to the most: `domain` has no word that is a name in SENTENCES (a
+# booking line's vocabulary), `places` adds the streets and towns a local business would
+# list, `names` adds the callers' names as a CRM could supply them; `unrelated` is another
+# business's words, to see what a prompt costs the sentences it does not fit.
+KEYWORDS = {
+    "domain": "booking, reservation, appointment, checkout, invoice, refund, parcel, "
+    "postcode, membership number, booking reference",
+    "places": "booking, reservation, appointment, checkout, invoice, refund, parcel, "
+    "postcode, Oak Street, Maple Avenue, Baker Street, Elm Road, Harbour Lane, "
+    "Fifth Avenue, Springfield, Leeds",
+    "names": "booking, reservation, Oak Street, Maple Avenue, Baker Street, Elm Road, "
+    "Harbour Lane, Springfield, Leeds, Priya Patel, Nguyen, Kowalski, Daniel O'Brien, "
+    "Schmidt, Grace Okafor, Laura Fitzgerald, Mateo Alvarez",
+    "unrelated": "mortgage, escrow, amortization, underwriting, Fannie Mae, refinance, "
+    "Wells Fargo, Quicken, appraisal, closing costs",
+}
 
 VOICES = ("joe", "en-us", "en-gb+f3", "en-gb-scotland")
 CONDITIONS = ("clean", "phone", "snr20", "snr10")
@@ -459,6 +479,8 @@ async def evaluate(args: argparse.Namespace) -> dict[str, Any]:
     voices = args.voices.split(",")
     conditions = args.conditions.split(",")
     piper = PiperVoice(_PIPER_DIR) if "joe" in voices else None
+    prompt = KEYWORDS.get(args.prompt, args.prompt)
+    print(f"prompt: {prompt!r}" if prompt else "no prompt")
     started = time.perf_counter()
     rendered = {(v, s): cached(v, s, piper, args.cache) for v in voices for s in sentences}
     print(f"rendered {len(rendered)} sentences in {time.perf_counter() - started:.0f} s")
@@ -476,7 +498,7 @@ async def evaluate(args: argparse.Namespace) -> dict[str, Any]:
                     seed = zlib.crc32(f"{voice}/{condition}/{index}".encode())
                     utterance = received(rendered[voice, sentence], condition, seed)
                     began = time.perf_counter()
-                    heard = await recognizer.transcribe(utterance, language="en")
+                    heard = await recognizer.transcribe(utterance, language="en", prompt=prompt)
                     cell.decode_s.append(time.perf_counter() - began)
                     cell.score(sentence, heard.text if heard else "")
                 results[f"{voice}/{condition}/{model}"] = figures = cell.figures()
@@ -518,6 +540,11 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="write every figure and transcript here")
     parser.add_argument(
         "--generate", default="", help="extra CTranslate2 generate() arguments: beam_size=5,..."
+    )
+    parser.add_argument(
+        "--prompt",
+        default="",
+        help=f"the agent's boosted_keywords: one of {', '.join(KEYWORDS)}, or the words",
     )
     parser.add_argument(
         "--cache",

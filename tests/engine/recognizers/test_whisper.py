@@ -16,7 +16,12 @@ from parley.engine import AudioFormat, RecognizerUnavailable, Utterance, Whisper
 from parley.engine.audio import StreamResampler, decode
 from parley.engine.errors import RecognizerOverloaded
 from parley.engine.recognizers import RecognitionQueue, check_model_dir, default_model_dir
-from parley.engine.recognizers.whisper import cut_loops, cut_repeat, cut_tail_repeat
+from parley.engine.recognizers.whisper import (
+    cut_loops,
+    cut_number_loops,
+    cut_repeat,
+    cut_tail_repeat,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -127,6 +132,32 @@ def test_whisper_loop_cut(text: str, kept: str) -> None:
 )
 def test_whisper_tail_repeat_cut(text: str, kept: str) -> None:
     assert cut_tail_repeat(text) == kept
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        (
+            "My date of person for 9 7 or 9,000,000,000,000,000,000",
+            "My date of person for 9 7 or 9,000",
+        ),
+        ("It was 1,234,000,000,000,000,000 dollars.", "It was 1,234,000 dollars."),
+        ("$1,000,000,000 and 200,000,000,000,000,000,000,000.", "$1,000,000,000 and 200,000."),
+        ("About $1,000,000,000 in all.", "About $1,000,000,000 in all."),
+        ("It is 1,000,000,000,000,000 exactly.", "It is 1,000 exactly."),
+        ("Call 555,000,123,456,789,012 now.", "Call 555,000,123,456,789,012 now."),
+    ],
+    ids=[
+        "date-loop",
+        "leading-groups-kept",
+        "billion-stays-loop-cut",
+        "billion",
+        "ten-to-15",
+        "no-repeat",
+    ],
+)
+def test_whisper_number_loop_cut(text: str, kept: str) -> None:
+    assert cut_number_loops(text) == kept
 
 
 def test_whisper_bundled_model_is_a_model() -> None:

@@ -11,8 +11,9 @@ silence, which is 4 to 5 times faster for a short turn (0.11 s instead of 0.55 s
 speech on this 2-core machine) with the same words on our test sentences. Less padding made
 whisper repeat the sentence; a guard cuts such a repeat anyway, another keeps one of a phrase
 of 1 to 4 words said 3 or more times in a row (greedy decoding's loop on unclear speech,
-bench/heldout_speech.py), a third one of a phrase of 3 to 8 words that ends the transcript
-said twice, and the output length is bounded by the audio's duration.
+bench/heldout_speech.py), one of a group of thousands repeated inside a number of 10^15 or
+more (the same loop written as one number), a third one of a phrase of 3 to 8 words that
+ends the transcript said twice, and the output length is bounded by the audio's duration.
 Decoding is greedy (beam 1), without timestamps. A `prefix` (the words partial decodes
 already agreed on, when they are on) is forced onto the decoder; it saves little, as the
 encoder is most of a decode (docs/decisions.md).
@@ -263,7 +264,8 @@ class WhisperRecognizer:
             heard = request.language if multilingual else "en"
             if detected is not None and request.detect:
                 heard = heard_language(detected[index], request.language)
-            text = cut_tail_repeat(cut_loops(cut_repeat(tokenizer.decode(words).strip())))
+            text = tokenizer.decode(words).strip()
+            text = cut_tail_repeat(cut_loops(cut_number_loops(cut_repeat(text))))
             out.append((text, heard))
         return out
 
@@ -338,6 +340,32 @@ def cut_tail_repeat(text: str) -> str:
 
 
 _PUNCTUATION_AROUND = re.compile(r"^[^\w$]+|[^\w%]+$")
+# A written number of more than 5 groups of thousands (10^15 and up): no caller says one, the
+# decoder loops into them ("9,000,000,000,000,000,000" for "nineteen eighty-seven").
+_HUGE_NUMBER = re.compile(r"\b\d{1,3}(?:,\d{3}){5,}\b")
+
+
+def cut_number_loops(text: str) -> str:
+    """Keep one of a group of thousands repeated 3 or more times in a row inside a written
+    number of 10^15 or more (a decoder loop inside one word, which `cut_loops` cannot see).
+
+    "9,000,000,000,000,000,000" -> "9,000"; "1,234,000,000,000,000,000" -> "1,234,000";
+    "$1,000,000,000" (a billion, three groups) stays.
+    """
+
+    def cut(match: re.Match[str]) -> str:
+        groups = match.group().split(",")
+        kept = groups[:1]
+        index = 1
+        while index < len(groups):
+            count = 1
+            while index + count < len(groups) and groups[index + count] == groups[index]:
+                count += 1
+            kept += groups[index : index + (1 if count >= _LOOP_REPEATS else count)]
+            index += count
+        return ",".join(kept)
+
+    return _HUGE_NUMBER.sub(cut, text)
 
 
 def cut_loops(text: str) -> str:
