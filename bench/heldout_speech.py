@@ -33,7 +33,8 @@ not in tests/, so no test can be tuned to them.
 - Repetition loops: a phrase of 1 to 4 words (as written: `surface`)
   repeated 3 or more times in a row in a transcript is a loop, unless its sentence repeats
   a phrase of that length as often ("five five five" heard as "time time time" is a
-  mishearing); each is listed.
+  mishearing); so is a run of 5 words said twice, apart, that the sentence says once (the
+  decoder starting over: a restart); each is listed.
 
 It prints one row per voice x condition x model (WER, loops, decode p50) and every
 transcript with an error when `--errors` is given; `--json` writes all of it.
@@ -285,9 +286,25 @@ def loops(words: list[str]) -> list[str]:
     return found
 
 
+def restarts(words: list[str]) -> list[str]:
+    """Each run of `RESTART_WORDS` words said again later in `words` (the decoder starting
+    the utterance over: "we are arriving on the 21st ... we are arriving on the")."""
+    size = RESTART_WORDS
+    runs = [tuple(words[i : i + size]) for i in range(len(words) - size + 1)]
+    found: list[str] = []
+    for index, run in enumerate(runs):
+        if run in runs[index + size :] and f"{' '.join(run)} again" not in found:
+            found.append(f"{' '.join(run)} again")
+    return found
+
+
+RESTART_WORDS = 5  # 4 flags mishearings: "on the wind paper ... on the wind paper"
+
+
 def new_loops(reference: list[str], hypothesis: list[str]) -> list[str]:
-    """The hypothesis's loops, less those as long as a repeat the sentence itself has
-    ("five five five" misheard as "time time time" is no loop of the decoder's)."""
+    """The hypothesis's loops and restarts, less those as long as a repeat the sentence
+    itself has ("five five five" misheard as "time time time" is no loop of the
+    decoder's)."""
     said = [loop.split(" x") for loop in loops(reference)]
     return [
         loop
@@ -297,7 +314,7 @@ def new_loops(reference: list[str], hypothesis: list[str]) -> list[str]:
             and int(n) >= int(loop.split(" x")[1])
             for p, n in said
         )
-    ]
+    ] + [run for run in restarts(hypothesis) if run not in restarts(reference)]
 
 
 class _Generate:

@@ -143,6 +143,8 @@ def test_serve_redis_closed_port_refuses_to_start(tmp_path: Path) -> None:
         ("PARLEY_JWT_RATE_BURST", "abc", "'abc'", "valid integer"),
         ("PARLEY_JWT_MAX_LIFETIME_SECONDS", "5", "'5'", "greater than or equal to 60"),
         ("PARLEY_JWKS_ALLOW_HTTP", "maybe", "'maybe'", "valid boolean"),
+        ("PARLEY_STT_BEAM_SIZE", "0", "'0'", "greater than or equal to 1"),
+        ("PARLEY_STT_BEAM_SIZE", "11", "'11'", "less than or equal to 10"),
         ("PARLEY_PUBLIC_URL", "ftp://x", "'ftp://x'", "absolute http(s) URL"),
         ("PARLEY_REDIS_URL", "http://h", "'http://h'", "redis://"),
         ("PARLEY_LOG_LEVEL", "loud", "'loud'", "must be one of"),

@@ -26,6 +26,7 @@ VARIABLES: tuple[tuple[str, str, str], ...] = (
     ("PARLEY_STT", "whisper", "speech recognition: whisper, or none (placeholder words)"),
     ("PARLEY_STT_MODEL", "unset", "tiny.en, base, small or a Whisper model dir; unset: tiny.en"),
     ("PARLEY_STT_THREADS", "2", "CPU threads of one speech decode"),
+    ("PARLEY_STT_BEAM_SIZE", "1", "beams of a turn's final decode (1..10); 1: greedy, fastest"),
     ("PARLEY_VAD_END_SILENCE_MS", "400", "silence that ends the user's turn (100..5000)"),
     ("PARLEY_VAD_MIN_SPEECH_MS", "250", "least speech for a turn (96..5000)"),
     (

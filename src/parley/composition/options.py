@@ -125,6 +125,7 @@ def engine_options(settings: Settings) -> EngineOptions:
         stt=settings.stt,
         stt_model=settings.stt_model,
         stt_threads=settings.stt_threads,
+        stt_beam_size=settings.stt_beam_size,
         llm=llm,
         turn_detection=turn_detection,
         turn_model=turn_model,

@@ -80,7 +80,10 @@ def build_engine_factory(
         recognizer = PlaceholderRecognizer()
     else:
         recognizer = WhisperRecognizer(
-            options.stt_model, threads=options.stt_threads, max_pending=options.stt_max_pending
+            options.stt_model,
+            threads=options.stt_threads,
+            beam_size=options.stt_beam_size,
+            max_pending=options.stt_max_pending,
         )
     replies: ReplyGenerator
     if options.llm is None:

@@ -25,7 +25,8 @@ class EngineOptions:
     """Which recognizer, replier and synthesizer to run, and how to tune the engine.
 
     `stt` is "whisper" (faster-whisper; `stt_model` a model name, tiny.en, base or small, or
-    a CTranslate2 Whisper directory; None: tiny.en) or "none" (placeholder transcripts).
+    a CTranslate2 Whisper directory; None: tiny.en; `stt_beam_size` the beams of a final
+    decode, 1 greedy) or "none" (placeholder transcripts).
     `llm` None means the offline rule-based replier. `turn_detection` "semantic" asks the
     end-of-turn model (installed by scripts/install) whether a pause ends the user's thought;
     "vad" ends a turn on silence.
@@ -34,6 +35,7 @@ class EngineOptions:
     stt: Literal["whisper", "none"] = "whisper"
     stt_model: str | Path | None = None
     stt_threads: int = 2
+    stt_beam_size: int = 1
     stt_max_pending: int = 32
     llm: LlmOptions | None = None
     turn_detection: Literal["vad", "semantic"] = "vad"

@@ -20,6 +20,7 @@ from parley.engine.recognizers.whisper import (
     cut_loops,
     cut_number_loops,
     cut_repeat,
+    cut_restart,
     cut_tail_repeat,
 )
 
@@ -132,6 +133,53 @@ def test_whisper_loop_cut(text: str, kept: str) -> None:
 )
 def test_whisper_tail_repeat_cut(text: str, kept: str) -> None:
     assert cut_tail_repeat(text) == kept
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        (
+            "We are arriving on the 21st and leaving on the 24th We are arriving on the 21st"
+            " and leaving on the 24th We are arriving on the 21st",
+            "We are arriving on the 21st and leaving on the 24th",
+        ),
+        (
+            "could you confirm that my flight leaves at 6 45 in the morning. Good you confirm"
+            " that my flight leaves at 6 45 in the morning. Good you confirm that my",
+            "could you confirm that my flight leaves at 6 45 in the morning.",
+        ),
+        (
+            "is breakfast included in the price of $120 a night. His breakfast included in",
+            "is breakfast included in the price of $120 a night.",
+        ),
+        ("I said no, I said no, and left.", "I said no, I said no, and left."),
+        ("Thank you, thank you very much.", "Thank you, thank you very much."),
+        ("Four four one seven, four four one", "Four four one seven, four four one"),
+        ("Book it. Book it. Book it now.", "Book it. Book it. Book it now."),
+        ("My card is 4417, my card is 4417 too", "My card is 4417, my card is 4417 too"),
+        ("I need a table. I need a table", "I need a table."),
+        (
+            "My name is Priopetel, that's P-A-T-E-L My name is Priopetel, that's P-A",
+            "My name is Priopetel, that's P-A-T-E-L",
+        ),
+        ("I need a table for two, I need a table for", "I need a table for two,"),
+    ],
+    ids=[
+        "no-sentence-end",
+        "first-word-misheard",
+        "once-partly",
+        "followed-stays",
+        "short-stays",
+        "three-words-stay",
+        "not-to-the-end",
+        "followed-by-more",
+        "exact",
+        "last-word-cut-short",
+        "last-word-whole",
+    ],
+)
+def test_whisper_restart_cut(text: str, kept: str) -> None:
+    assert cut_restart(text) == kept
 
 
 @pytest.mark.parametrize(
@@ -365,3 +413,51 @@ async def test_whisper_keywords_prompt_spells_the_agents_words(
     assert keywords.lower() not in plain.text.lower(), plain.text
     assert keywords.lower() in helped.text.lower(), helped.text
     assert speech.word_errors(sentence, helped.text) == 0, helped.text
+
+
+async def test_whisper_beam_size_beam_search_on_finals_only() -> None:
+    """PARLEY_STT_BEAM_SIZE: a turn's final decode searches that many beams (and hears the
+    sentence); a partial stays greedy."""
+    recognizer = WhisperRecognizer(beam_size=4)
+    await recognizer.warm_up()
+    whisper = recognizer._model.model
+    beams: list[int] = []
+
+    class Recorded:
+        """The real model, its generate() calls' beam sizes recorded."""
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(whisper, name)
+
+        def generate(self, *args: Any, **kwargs: Any) -> Any:
+            beams.append(kwargs["beam_size"])
+            return whisper.generate(*args, **kwargs)
+
+    recognizer._model.model = Recorded()
+    sentence = speech.SENTENCES[2]
+    heard = as_received(AudioFormat.PCM_16000, sentence)
+    try:
+        final = await recognizer.transcribe(heard, language="en")
+        partial = await recognizer.transcribe(heard, language="en", partial=True)
+    finally:
+        recognizer._model.model = whisper
+        await recognizer.aclose()
+    assert beams == [4, 1]
+    assert final is not None
+    assert partial is not None
+    assert speech.word_errors(sentence, final.text) == 0, final.text
+
+
+@pytest.mark.parametrize("beam_size", [0, 11])
+def test_whisper_beam_size_outside_1_to_10_refused(beam_size: int) -> None:
+    with pytest.raises(ValueError, match="beam_size"):
+        WhisperRecognizer(beam_size=beam_size)
+
+
+def test_whisper_beam_size_setting_reaches_the_recognizer(settings_factory: Any) -> None:
+    from parley.composition.options import engine_options
+    from parley.engine import build_engine_factory
+
+    options = engine_options(settings_factory(stt_beam_size=5))
+    assert options.stt_beam_size == 5
+    assert build_engine_factory(options).recognizer._beam_size == 5

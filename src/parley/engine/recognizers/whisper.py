@@ -9,12 +9,14 @@ Decoding calls CTranslate2 directly rather than faster-whisper's `transcribe`, w
 every utterance to Whisper's 30 s window: here the encoder sees the utterance plus 2 s of
 silence, which is 4 to 5 times faster for a short turn (0.11 s instead of 0.55 s for 3 s of
 speech on this 2-core machine) with the same words on our test sentences. Less padding made
-whisper repeat the sentence; a guard cuts such a repeat anyway, another keeps one of a phrase
+whisper repeat the sentence; a guard cuts such a repeat anyway (after a sentence end, or
+from the first word heard anew to the end: `cut_restart`), another keeps one of a phrase
 of 1 to 4 words said 3 or more times in a row (greedy decoding's loop on unclear speech,
 bench/heldout_speech.py), one of a group of thousands repeated inside a number of 10^15 or
 more (the same loop written as one number), a third one of a phrase of 3 to 8 words that
 ends the transcript said twice, and the output length is bounded by the audio's duration.
-Decoding is greedy (beam 1), without timestamps. A `prefix` (the words partial decodes
+Decoding is greedy (beam 1) unless `beam_size` (PARLEY_STT_BEAM_SIZE) asks for a beam
+search on finals, and without timestamps. A `prefix` (the words partial decodes
 already agreed on, when they are on) is forced onto the decoder; it saves little, as the
 encoder is most of a decode (docs/decisions.md).
 Finals that wait in the queue together are decoded in one call (`_decode_many`: one
@@ -111,12 +113,20 @@ class WhisperRecognizer:
     incremental = True
 
     def __init__(
-        self, model: str | Path | None = None, *, threads: int = 2, max_pending: int = 32
+        self,
+        model: str | Path | None = None,
+        *,
+        threads: int = 2,
+        beam_size: int = 1,
+        max_pending: int = 32,
     ) -> None:
+        if not 1 <= beam_size <= 10:
+            raise ValueError("beam_size must be 1 to 10")
         self._path = resolve_model(model)
         check_model_dir(self._path)
         self._languages = model_languages(self._path)
         self._threads = threads
+        self._beam_size = beam_size
         self._model: Any = None
         self._queue = RecognitionQueue(max_pending=max_pending)
 
@@ -146,7 +156,7 @@ class WhisperRecognizer:
         silence = np.zeros(self.sample_rate, dtype=np.float32)
 
         def decode_silence() -> tuple[str, str]:
-            return self._decode_many([_Request(silence, "en", "", "", detect=False)])[0]
+            return self._decode_many([_Request(silence, "en", "", "", final=False)])[0]
 
         await self._queue.run(decode_silence)
         _warm.add(id(self._model))
@@ -167,7 +177,7 @@ class WhisperRecognizer:
         """
         if self._model is None:
             await self.warm_up()
-        request = _Request(utterance.samples, language, prefix, prompt, detect=not partial)
+        request = _Request(utterance.samples, language, prefix, prompt, final=not partial)
         timed: Timed[tuple[str, str]] | None
         if partial:
             timed = await self._queue.run(lambda: self._decode_many([request])[0], partial=True)
@@ -238,7 +248,8 @@ class WhisperRecognizer:
         results = model.model.generate(
             encoded,
             prompts,
-            beam_size=1,
+            # Finals and partials never share a batch: partials run alone (`transcribe`).
+            beam_size=self._beam_size if requests[0].final else 1,
             max_length=min(max(len(t) + b for t, b in zip(prompts, budgets, strict=True)), 448),
             return_no_speech_prob=True,
             suppress_blank=True,
@@ -246,7 +257,7 @@ class WhisperRecognizer:
         )
         detected = (
             model.model.detect_language(encoded)
-            if multilingual and any(r.detect for r in requests)
+            if multilingual and any(r.final for r in requests)
             else None
         )
         out: list[tuple[str, str]] = []
@@ -262,10 +273,11 @@ class WhisperRecognizer:
             words = [t for t in result.sequences_ids[0] if t < tokenizer.eot]
             words = words[: forced + budgets[index]]
             heard = request.language if multilingual else "en"
-            if detected is not None and request.detect:
+            if detected is not None and request.final:
                 heard = heard_language(detected[index], request.language)
             text = tokenizer.decode(words).strip()
-            text = cut_tail_repeat(cut_loops(cut_number_loops(cut_repeat(text))))
+            text = cut_restart(cut_repeat(text))
+            text = cut_tail_repeat(cut_loops(cut_number_loops(text)))
             out.append((text, heard))
         return out
 
@@ -278,7 +290,7 @@ class _Request:
     language: str
     prefix: str
     prompt: str
-    detect: bool
+    final: bool  # a turn's final decode: asks the language, may use beams
 
 
 def batch_key(prompt: str) -> str:
@@ -316,6 +328,38 @@ def cut_repeat(text: str) -> str:
         if [w.lower().strip(".,!?") for w in words[index : index + len(head)]] == head:
             return " ".join(words[:index])
     return text
+
+
+def cut_restart(text: str) -> str:
+    """Cut a transcript where it starts over from its first word, once or more, to its end.
+
+    "We are arriving on the 21st We are arriving on the" -> "We are arriving on the 21st";
+    "Could you confirm it? Good you confirm it? Good you" -> "Could you confirm it?": the
+    decoder repeating the utterance on the padding after it (seen with an initial prompt,
+    bench/heldout_speech.py), with no sentence end before it or with its first word heard
+    anew, which `cut_repeat` needs. The repeat must run to the end, its first word may
+    differ and its last stop short, and at least 3 words after the first must match: "I
+    said no, I said no, and left" and "Thank you, thank you very much" stay.
+    """
+    words = text.split()
+    keys = [_PUNCTUATION_AROUND.sub("", word.lower()) for word in words]
+    last = len(keys) - 1
+    for start in range(_RESTART_MIN_WORDS, len(keys) - _RESTART_MIN_MATCH):
+        again = range(start, len(keys))
+        # A repeat's first word may differ when the words after it repeat too, and the last
+        # word may stop short (the output bound cuts it: "21" for "21st").
+        if all(
+            keys[i] == keys[i % start]
+            or (i % start == 0 and keys[i + 1 : i + 2] == keys[1:2])
+            or (i == last and keys[i] and keys[i % start].startswith(keys[i]))
+            for i in again
+        ) and (sum(1 for i in again if i % start) >= _RESTART_MIN_MATCH):
+            return " ".join(words[:start])
+    return text
+
+
+_RESTART_MIN_WORDS = 4  # a restart repeats an utterance of at least this many words
+_RESTART_MIN_MATCH = 3  # ... and at least this many of its words after the first
 
 
 def cut_tail_repeat(text: str) -> str:
