@@ -24,9 +24,9 @@ not in tests/, so no test can be tuned to them.
   (white Gaussian noise at 20 and 10 dB below the speech's power over the whole clip, numpy
   seeded per sentence, sent as `pcm_16000`). Each rendering is first scaled to a 0.5 peak.
 - Recognition: `WhisperRecognizer` as the engine uses it (int8, 2 threads, its queue), one
-  final decode per utterance (no prefix, language `en`), each model in turn. No prompt
-  unless `--prompt` gives the agent's `boosted_keywords`: a list of `KEYWORDS` by name, or
-  the comma-separated words themselves.
+  final decode per utterance (no prefix, language `en`, greedy unless `--beam-size`), each
+  model in turn. No prompt unless `--prompt` gives the agent's `boosted_keywords`: a list
+  of `KEYWORDS` by name, or the comma-separated words themselves.
 - Scoring: word error rate after `normalize`: lower case, no punctuation, and every number
   written out in words ("14th" and "fourteenth", "$90" and "ninety dollars", "7:30" and
   "seven thirty", "555-0142" and "five five five zero one four two" compare equal).
@@ -503,7 +503,7 @@ async def evaluate(args: argparse.Namespace) -> dict[str, Any]:
     print(f"rendered {len(rendered)} sentences in {time.perf_counter() - started:.0f} s")
     results: dict[str, Any] = {}
     for model in args.models.split(","):
-        recognizer = WhisperRecognizer(model, threads=2)
+        recognizer = WhisperRecognizer(model, threads=2, beam_size=args.beam_size)
         await recognizer.warm_up()
         if args.generate:
             whisper = recognizer._model  # the decoder experiments
@@ -557,6 +557,9 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="write every figure and transcript here")
     parser.add_argument(
         "--generate", default="", help="extra CTranslate2 generate() arguments: beam_size=5,..."
+    )
+    parser.add_argument(
+        "--beam-size", type=int, default=1, help="beams of each decode (PARLEY_STT_BEAM_SIZE)"
     )
     parser.add_argument(
         "--prompt",
