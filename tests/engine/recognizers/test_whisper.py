@@ -19,6 +19,7 @@ from parley.engine.recognizers import RecognitionQueue, check_model_dir, default
 from parley.engine.recognizers.whisper import (
     cut_loops,
     cut_number_loops,
+    cut_phrase_repeat,
     cut_repeat,
     cut_restart,
     cut_tail_repeat,
@@ -461,3 +462,39 @@ def test_whisper_beam_size_setting_reaches_the_recognizer(settings_factory: Any)
     options = engine_options(settings_factory(stt_beam_size=5))
     assert options.stt_beam_size == 5
     assert build_engine_factory(options).recognizer._beam_size == 5
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        (
+            "My dear brother, I'm from the 9th of November, I'm from the 9th of November, I'm"
+            " the 8th of November",
+            "My dear brother, I'm from the 9th of November, I'm the 8th of November",
+        ),
+        (
+            "My name is Priya Patel, my name is Priya Patel, my city girl",
+            "My name is Priya Patel, my city girl",
+        ),
+        (
+            "a b c d e f a b c d e f a b c d e f g",
+            "a b c d e f g",
+        ),
+        ("Four four one seven, four four one seven.", "Four four one seven, four four one seven."),
+        ("I said no, I said no, and left.", "I said no, I said no, and left."),
+        (
+            "the reference is 742 Hine, the reference is 67425 Hine",
+            "the reference is 742 Hine, the reference is 67425 Hine",
+        ),
+    ],
+    ids=[
+        "mid-sentence",
+        "then-other-words",
+        "three-times",
+        "four-words-stay",
+        "short-stays",
+        "not-verbatim-stays",
+    ],
+)
+def test_whisper_phrase_repeat_cut(text: str, kept: str) -> None:
+    assert cut_phrase_repeat(text) == kept

@@ -10,7 +10,8 @@ every utterance to Whisper's 30 s window: here the encoder sees the utterance pl
 silence, which is 4 to 5 times faster for a short turn (0.11 s instead of 0.55 s for 3 s of
 speech on this 2-core machine) with the same words on our test sentences. Less padding made
 whisper repeat the sentence; a guard cuts such a repeat anyway (after a sentence end, or
-from the first word heard anew to the end: `cut_restart`), another keeps one of a phrase
+from the first word heard anew to the end: `cut_restart`), one keeps one of a phrase of 5
+or more words said twice in a row anywhere, another keeps one of a phrase
 of 1 to 4 words said 3 or more times in a row (greedy decoding's loop on unclear speech,
 bench/heldout_speech.py), one of a group of thousands repeated inside a number of 10^15 or
 more (the same loop written as one number), a third one of a phrase of 3 to 8 words that
@@ -277,7 +278,7 @@ class WhisperRecognizer:
                 heard = heard_language(detected[index], request.language)
             text = tokenizer.decode(words).strip()
             text = cut_restart(cut_repeat(text))
-            text = cut_tail_repeat(cut_loops(cut_number_loops(text)))
+            text = cut_tail_repeat(cut_phrase_repeat(cut_loops(cut_number_loops(text))))
             out.append((text, heard))
         return out
 
@@ -358,6 +359,30 @@ def cut_restart(text: str) -> str:
     return text
 
 
+def cut_phrase_repeat(text: str) -> str:
+    """Keep one of a phrase of 5 or more words said twice in a row, anywhere.
+
+    "I'm from the 9th of November, I'm from the 9th of November, I'm the 8th" -> "I'm from
+    the 9th of November, I'm the 8th": the decoder looping on unclear speech mid-sentence,
+    which neither `cut_loops` (1 to 4 words, 3 times) nor `cut_restart` (from the start to
+    the end) sees. Words compare without case or punctuation. A caller who says five words
+    twice loses nothing by hearing them once.
+    """
+    words = text.split()
+    keys = [_PUNCTUATION_AROUND.sub("", word.lower()) for word in words]
+    size = len(keys) // 2
+    while size >= _PHRASE_MIN_WORDS:
+        for index in range(len(keys) - 2 * size + 1):
+            phrase = keys[index : index + size]
+            if all(phrase) and keys[index + size : index + 2 * size] == phrase:
+                del words[index + size : index + 2 * size], keys[index + size : index + 2 * size]
+                break
+        else:
+            size -= 1
+    return " ".join(words)
+
+
+_PHRASE_MIN_WORDS = 5
 _RESTART_MIN_WORDS = 4  # a restart repeats an utterance of at least this many words
 _RESTART_MIN_MATCH = 3  # ... and at least this many of its words after the first
 
