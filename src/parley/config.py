@@ -51,7 +51,7 @@ class Settings(BaseSettings):
     stt_threads: int = Field(default=2, ge=1, le=64)
     stt_beam_size: int = Field(default=1, ge=1, le=10)
     """Beams of a turn's final decode: 1 is greedy (the fastest); 5 hears noisy and unusual
-    speech better for about 100 ms more per turn (docs/performance.md)."""
+    speech better for about 70 % more decode time per turn (docs/performance.md)."""
     vad_end_silence_ms: int = Field(default=400, ge=100, le=5_000)
     vad_min_speech_ms: int = Field(default=250, ge=96, le=5_000)
     turn_detection: Literal["vad", "semantic"] | None = None

@@ -8,14 +8,14 @@ time through the process's RecognitionQueue, on every core it is given.
 Decoding calls CTranslate2 directly rather than faster-whisper's `transcribe`, which pads
 every utterance to Whisper's 30 s window: here the encoder sees the utterance plus 2 s of
 silence, which is 4 to 5 times faster for a short turn (0.11 s instead of 0.55 s for 3 s of
-speech on this 2-core machine) with the same words on our test sentences. Less padding made
-whisper repeat the sentence; a guard cuts such a repeat anyway (after a sentence end, or
-from the first word heard anew to the end: `cut_restart`), one keeps one of a phrase of 5
-or more words said twice in a row anywhere, another keeps one of a phrase
-of 1 to 4 words said 3 or more times in a row (greedy decoding's loop on unclear speech,
-bench/heldout_speech.py), one of a group of thousands repeated inside a number of 10^15 or
-more (the same loop written as one number), a third one of a phrase of 3 to 8 words that
-ends the transcript said twice, and the output length is bounded by the audio's duration.
+speech on this 2-core machine) with the same words on our test sentences. The output length
+is bounded by the audio's duration, and guards cut what the decoder repeats (less padding
+made it repeat the sentence; greedy decoding loops on unclear speech, bench/heldout_speech.py):
+a transcript that starts over (`cut_repeat` after a sentence end, `cut_restart` from the first
+word heard anew to the end), a phrase of 1 to 4 words said 3 or more times in a row
+(`cut_loops`), a phrase of 5 or more said twice in a row (`cut_phrase_repeat`), a group of
+thousands repeated inside a number of 10^15 or more (`cut_number_loops`), and a phrase of 3 to
+8 words that ends the transcript said twice (`cut_tail_repeat`); each keeps one copy.
 Decoding is greedy (beam 1) unless `beam_size` (PARLEY_STT_BEAM_SIZE) asks for a beam
 search on finals, and without timestamps. A `prefix` (the words partial decodes
 already agreed on, when they are on) is forced onto the decoder; it saves little, as the
@@ -373,6 +373,8 @@ def cut_phrase_repeat(text: str) -> str:
     size = len(keys) // 2
     while size >= _PHRASE_MIN_WORDS:
         for index in range(len(keys) - 2 * size + 1):
+            if keys[index] != keys[index + size]:  # most places: no slice made
+                continue
             phrase = keys[index : index + size]
             if all(phrase) and keys[index + size : index + 2 * size] == phrase:
                 del words[index + size : index + 2 * size], keys[index + size : index + 2 * size]
