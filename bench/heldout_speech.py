@@ -306,6 +306,7 @@ def new_loops(reference: list[str], hypothesis: list[str]) -> list[str]:
     itself has ("five five five" misheard as "time time time" is no loop of the
     decoder's)."""
     said = [loop.split(" x") for loop in loops(reference)]
+    said_again = restarts(reference)
     return [
         loop
         for loop in loops(hypothesis)
@@ -314,7 +315,7 @@ def new_loops(reference: list[str], hypothesis: list[str]) -> list[str]:
             and int(n) >= int(loop.split(" x")[1])
             for p, n in said
         )
-    ] + [run for run in restarts(hypothesis) if run not in restarts(reference)]
+    ] + [run for run in restarts(hypothesis) if run not in said_again]
 
 
 class _Generate:

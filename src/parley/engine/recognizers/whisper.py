@@ -343,7 +343,7 @@ def cut_restart(text: str) -> str:
     said no, I said no, and left" and "Thank you, thank you very much" stay.
     """
     words = text.split()
-    keys = [_PUNCTUATION_AROUND.sub("", word.lower()) for word in words]
+    keys = _word_keys(words)
     last = len(keys) - 1
     for start in range(_RESTART_MIN_WORDS, len(keys) - _RESTART_MIN_MATCH):
         again = range(start, len(keys))
@@ -369,7 +369,7 @@ def cut_phrase_repeat(text: str) -> str:
     twice loses nothing by hearing them once.
     """
     words = text.split()
-    keys = [_PUNCTUATION_AROUND.sub("", word.lower()) for word in words]
+    keys = _word_keys(words)
     size = len(keys) // 2
     while size >= _PHRASE_MIN_WORDS:
         for index in range(len(keys) - 2 * size + 1):
@@ -399,7 +399,7 @@ def cut_tail_repeat(text: str) -> str:
     very") and repeats followed by other words are speech, and stay.
     """
     words = text.split()
-    keys = [_PUNCTUATION_AROUND.sub("", word.lower()) for word in words]
+    keys = _word_keys(words)
     for size in range(min(8, len(words) // 2), 2, -1):
         if keys[-size:] == keys[-2 * size : -size] and all(keys[-size:]):
             kept = words[:-size]
@@ -411,6 +411,13 @@ def cut_tail_repeat(text: str) -> str:
 
 
 _PUNCTUATION_AROUND = re.compile(r"^[^\w$]+|[^\w%]+$")
+
+
+def _word_keys(words: list[str]) -> list[str]:
+    """The words as the repeat guards compare them: lower case, no punctuation around."""
+    return [_PUNCTUATION_AROUND.sub("", word.lower()) for word in words]
+
+
 # A written number of more than 5 groups of thousands (10^15 and up): no caller says one, the
 # decoder loops into them ("9,000,000,000,000,000,000" for "nineteen eighty-seven").
 _HUGE_NUMBER = re.compile(r"\b\d{1,3}(?:,\d{3}){5,}\b")
