@@ -62,6 +62,7 @@ import numpy as np
 
 from parley.engine import AudioFormat, Utterance, WhisperRecognizer
 from parley.engine.audio import StreamResampler, decode, encode, resample, split_chunks
+from parley.engine.recognizers.whisper import cut_decoder_repeats
 
 SENTENCES = (
     "Hi, I'd like to book a table for six people on Saturday the 14th at 7:30.",
@@ -525,18 +526,26 @@ async def evaluate(args: argparse.Namespace) -> dict[str, Any]:
     return results
 
 
-def rescore(stored: dict[str, Any]) -> dict[str, Any]:
-    """Score a --json file's transcripts again (after a change to `normalize`)."""
+def rescore(stored: dict[str, Any], *, guards: bool = False) -> dict[str, Any]:
+    """Score a --json file's transcripts again (after a change to `normalize`; with `guards`,
+    after putting them through the recognizer's repeat guards as they are now)."""
     results: dict[str, Any] = {}
+    changed = 0
     for key, old in stored.items():
         cell = Cell(decode_s=[old["decode_p50_s"]])
         sentences = SENTENCES[: len(old["heard"])] if "heard" in old else SENTENCES
         heard = dict(zip(sentences, old.get("heard", sentences), strict=True))
         heard.update({wrong["sentence"]: wrong["heard"] for wrong in old["wrong"]})
         for sentence in sentences:
-            cell.score(sentence, heard[sentence])
+            text = cut_decoder_repeats(heard[sentence]) if guards else heard[sentence]
+            if text != heard[sentence]:
+                changed += 1
+                print(f"  guards: {heard[sentence]!r} -> {text!r}")
+            cell.score(sentence, text)
         results[key] = cell.figures()
         print(row(*key.split("/"), results[key]))
+    if guards:
+        print(f"the guards changed {changed} transcripts")
     return results
 
 
@@ -574,6 +583,9 @@ def main() -> None:
         help="keep the renderings here (the same audio run after run); '' renders afresh",
     )
     parser.add_argument("--rescore", type=Path, help="score a --json file again, no decoding")
+    parser.add_argument(
+        "--guards", action="store_true", help="with --rescore: cut repeats as the recognizer does"
+    )
     parser.add_argument("--errors", action="store_true", help="print each misheard sentence")
     args = parser.parse_args()
     args.cache = args.cache if str(args.cache) not in ("", ".") else None
@@ -582,7 +594,8 @@ def main() -> None:
     )
     print("|---|---|---|---|---|---|---|")
     if args.rescore:
-        results = rescore(json.loads(args.rescore.read_text(encoding="utf-8")))
+        stored = json.loads(args.rescore.read_text(encoding="utf-8"))
+        results = rescore(stored, guards=args.guards)
     else:
         results = asyncio.run(evaluate(args))
     if args.errors:

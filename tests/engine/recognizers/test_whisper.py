@@ -17,11 +17,13 @@ from parley.engine.audio import StreamResampler, decode
 from parley.engine.errors import RecognizerOverloaded
 from parley.engine.recognizers import RecognitionQueue, check_model_dir, default_model_dir
 from parley.engine.recognizers.whisper import (
+    cut_decoder_repeats,
     cut_loops,
     cut_number_loops,
     cut_phrase_repeat,
     cut_repeat,
     cut_restart,
+    cut_tail_echo,
     cut_tail_repeat,
 )
 
@@ -498,3 +500,62 @@ def test_whisper_beam_size_setting_reaches_the_recognizer(settings_factory: Any)
 )
 def test_whisper_phrase_repeat_cut(text: str, kept: str) -> None:
     assert cut_phrase_repeat(text) == kept
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        (
+            "the parcel weighs about eight kilos and a 60 centimeters long. About eight kilos"
+            " and a 60 centimeters",
+            "the parcel weighs about eight kilos and a 60 centimeters long.",
+        ),
+        (
+            "where you would like a wind or seat in rotating, please. We would like a wind or"
+            " seat in rotating, please.",
+            "where you would like a wind or seat in rotating, please.",
+        ),
+        (
+            "My booking is for the 21st and the 22nd. Booking is for the 21st and the 22",
+            "My booking is for the 21st and the 22nd.",
+        ),
+        (
+            "the parcel left on the 3rd of May, last week. Left on the 3rd of May",
+            "the parcel left on the 3rd of May, last week.",
+        ),
+        (
+            "the parcel left on the 3rd of May, early last week. Left on the 3rd of May",
+            "the parcel left on the 3rd of May, early last week. Left on the 3rd of May",
+        ),
+        ("I said no, I said no, and left.", "I said no, I said no, and left."),
+        (
+            "one two three four five. One two three four five six.",
+            "one two three four five. One two three four five six.",
+        ),
+        ("It was late. It was very late.", "It was late. It was very late."),
+        (
+            "the room was cold and dark. So the room was cold and dark, said the manager",
+            "the room was cold and dark. So the room was cold and dark, said the manager",
+        ),
+    ],
+    ids=[
+        "after-a-sentence-end",
+        "first-word-misheard",
+        "last-word-cut-short",
+        "two-words-between",
+        "three-words-between-stay",
+        "not-a-sentence-start-stays",
+        "followed-by-more-stays",
+        "four-words-stay",
+        "not-to-the-end-stays",
+    ],
+)
+def test_whisper_tail_echo_cut(text: str, kept: str) -> None:
+    assert cut_tail_echo(text) == kept
+
+
+def test_whisper_decoder_repeats_cut_by_every_guard() -> None:
+    looped = "I need $1,000, $1,000, $1,000, $1,000 for the room. For the room."
+    assert cut_decoder_repeats(looped) == "I need $1,000, for the room."
+    echoed = "it weighs about eight kilos and a bit. About eight kilos and a bit"
+    assert cut_decoder_repeats(echoed) == "it weighs about eight kilos and a bit."

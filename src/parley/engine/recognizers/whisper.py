@@ -12,7 +12,8 @@ speech on this 2-core machine) with the same words on our test sentences. The ou
 is bounded by the audio's duration, and guards cut what the decoder repeats (less padding
 made it repeat the sentence; greedy decoding loops on unclear speech, bench/heldout_speech.py):
 a transcript that starts over (`cut_repeat` after a sentence end, `cut_restart` from the first
-word heard anew to the end), a phrase of 1 to 4 words said 3 or more times in a row
+word heard anew to the end), a last sentence that repeats the words just before it
+(`cut_tail_echo`), a phrase of 1 to 4 words said 3 or more times in a row
 (`cut_loops`), a phrase of 5 or more said twice in a row (`cut_phrase_repeat`), a group of
 thousands repeated inside a number of 10^15 or more (`cut_number_loops`), and a phrase of 3 to
 8 words that ends the transcript said twice (`cut_tail_repeat`); each keeps one copy.
@@ -277,8 +278,7 @@ class WhisperRecognizer:
             if detected is not None and request.final:
                 heard = heard_language(detected[index], request.language)
             text = tokenizer.decode(words).strip()
-            text = cut_restart(cut_repeat(text))
-            text = cut_tail_repeat(cut_phrase_repeat(cut_loops(cut_number_loops(text))))
+            text = cut_decoder_repeats(text)
             out.append((text, heard))
         return out
 
@@ -311,6 +311,12 @@ def heard_language(ranked: list[tuple[str, float]], expected: str) -> str:
     token, probability = ranked[0]
     heard = str(token).removeprefix("<|").removesuffix("|>")
     return heard if probability >= HEARD_LANGUAGE_MIN else expected
+
+
+def cut_decoder_repeats(text: str) -> str:
+    """A decoded transcript with the decoder's repeats cut (every guard below, in order)."""
+    text = cut_tail_echo(cut_restart(cut_repeat(text)))
+    return cut_tail_repeat(cut_phrase_repeat(cut_loops(cut_number_loops(text))))
 
 
 def cut_repeat(text: str) -> str:
@@ -384,6 +390,40 @@ def cut_phrase_repeat(text: str) -> str:
     return " ".join(words)
 
 
+def cut_tail_echo(text: str) -> str:
+    """Cut a sentence of 5 or more words that ends the transcript and repeats a phrase that
+    ended just before it (at most 2 words before).
+
+    "the parcel weighs about eight kilos and a 60 centimeters long. About eight kilos and a 60
+    centimeters" -> "the parcel weighs about eight kilos and a 60 centimeters long."; "where
+    would you like a window seat, please. We would like a window seat, please." -> "where
+    would you like a window seat, please.": the decoder reading the end of the utterance
+    again on the padding after it, from a word in its middle, which `cut_restart` (from the
+    first word) and `cut_phrase_repeat` (twice in a row) do not see. As in `cut_restart`,
+    the repeat's first word may differ and its last stop short. A repeat that does not start
+    a sentence stays ("I said no, I said no, and left"; "I need a table for two, I need a
+    table for" is `cut_restart`'s).
+    """
+    words = text.split()
+    keys = _word_keys(words)
+    count = len(keys)
+    for size in range(count // 2, _PHRASE_MIN_WORDS - 1, -1):
+        tail = count - size
+        if not words[tail - 1].endswith((".", "!", "?")):
+            continue  # the repeat starts a sentence
+        for gap in range(min(_ECHO_MAX_GAP, tail - size) + 1):
+            start = tail - gap - size
+            if all(
+                keys[tail + i] == keys[start + i]
+                or (i == 0 and keys[tail + 1] == keys[start + 1])
+                or (i == size - 1 and keys[tail + i] and keys[start + i].startswith(keys[tail + i]))
+                for i in range(size)
+            ) and all(keys[tail:]):
+                return " ".join(words[:tail])
+    return text
+
+
+_ECHO_MAX_GAP = 2
 _PHRASE_MIN_WORDS = 5
 _RESTART_MIN_WORDS = 4  # a restart repeats an utterance of at least this many words
 _RESTART_MIN_MATCH = 3  # ... and at least this many of its words after the first
