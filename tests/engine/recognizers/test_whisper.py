@@ -516,6 +516,10 @@ def test_whisper_phrase_repeat_cut(text: str, kept: str) -> None:
             "where you would like a wind or seat in rotating, please.",
         ),
         (
+            "Hello, I'd like a window seat, please. We'd like a window seat, please.",
+            "Hello, I'd like a window seat, please.",
+        ),
+        (
             "My booking is for the 21st and the 22nd. Booking is for the 21st and the 22",
             "My booking is for the 21st and the 22nd.",
         ),
@@ -541,6 +545,7 @@ def test_whisper_phrase_repeat_cut(text: str, kept: str) -> None:
     ids=[
         "after-a-sentence-end",
         "first-word-misheard",
+        "from-the-second-word",
         "last-word-cut-short",
         "two-words-between",
         "three-words-between-stay",

@@ -395,9 +395,9 @@ def cut_tail_echo(text: str) -> str:
     ended just before it (at most 2 words before).
 
     "the parcel weighs about eight kilos and a 60 centimeters long. About eight kilos and a 60
-    centimeters" -> "the parcel weighs about eight kilos and a 60 centimeters long."; "where
-    would you like a window seat, please. We would like a window seat, please." -> "where
-    would you like a window seat, please.": the decoder reading the end of the utterance
+    centimeters" -> "the parcel weighs about eight kilos and a 60 centimeters long."; "Hello,
+    I'd like a window seat, please. We'd like a window seat, please." -> "Hello, I'd like a
+    window seat, please.": the decoder reading the end of the utterance
     again on the padding after it, from a word in its middle, which `cut_restart` (from the
     first word) and `cut_phrase_repeat` (twice in a row) do not see. As in `cut_restart`,
     the repeat's first word may differ and its last stop short. A repeat that does not start
