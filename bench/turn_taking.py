@@ -1,6 +1,7 @@
 """When does the user's turn end? Both turn detection modes, over the real WebSocket.
 
-Run: `.venv/bin/python bench/turn_taking.py [--sentences 22] [--turns 20] [--modes vad,semantic]`.
+Run: `.venv/bin/python bench/turn_taking.py [--sentences 22] [--turns 20] [--modes vad,semantic]
+[--format pcm_16000]` (the client's audio; `mulaw_8000` for a phone line).
 
 For each mode it starts `parley serve` with PARLEY_TURN_DETECTION set (embedded SQLite,
 default engine, rule-based replies) and talks to it in real time, 20 ms chunks, as
@@ -48,19 +49,18 @@ from tests import pauses, speech
 from parley.engine import AudioFormat, SmartTurn
 from parley.engine.audio import resample
 
-FMT = AudioFormat.PCM_16000
 CHUNK_S = 0.02
 GOALS = {"500 ms pause ends the turn": 0.05, "800 ms pause ends the turn": 0.15}
 LATENCY_GOALS = (0.30, 0.45)  # p50, p95 in seconds
 
 
-async def turns_in(ws_url: str, key: str, audio: np.ndarray) -> int:
+async def turns_in(ws_url: str, key: str, audio: np.ndarray, fmt: AudioFormat) -> int:
     """Stream one utterance and 2 s of silence in real time; return how many turns ended."""
     async with connect(
         f"{ws_url}/v1/sts/ws", additional_headers={"Authorization": f"Bearer {key}"}
     ) as ws:
-        config = {"type": "config", "agent": "bench", "input_format": FMT.value}
-        await ws.send(json.dumps(config | {"output_format": FMT.value}))
+        config = {"type": "config", "agent": "bench", "input_format": fmt.value}
+        await ws.send(json.dumps(config | {"output_format": fmt.value}))
         while json.loads(await ws.recv())["type"] != "ready_to_start_conversation":
             pass
         finished = 0
@@ -73,7 +73,7 @@ async def turns_in(ws_url: str, key: str, audio: np.ndarray) -> int:
 
         reader = asyncio.create_task(read())
         clock = time.monotonic()
-        for chunk in speech.stream(FMT, 0.3, audio, 2.0):
+        for chunk in speech.stream(fmt, 0.3, audio, 2.0):
             await send_audio(ws, chunk)
             clock += CHUNK_S
             await asyncio.sleep(max(0.0, clock - time.monotonic()))
@@ -104,8 +104,10 @@ async def model_alone(runs: int = 30) -> tuple[float, float]:
     return percentile(times, 50), percentile(times, 95)
 
 
-async def measure_mode(mode: str, cases: list[tuple[str, float]], turns: int) -> dict[str, float]:
-    """Cut-off shares and latency percentiles of one mode."""
+async def measure_mode(
+    mode: str, cases: list[tuple[str, float]], turns: int, fmt: AudioFormat
+) -> dict[str, float]:
+    """Cut-off shares and latency percentiles of one mode, the client speaking `fmt`."""
     with tempfile.TemporaryDirectory() as directory:
         process, base, key, log = start_server(Path(directory), {"PARLEY_TURN_DETECTION": mode})
         try:
@@ -116,11 +118,11 @@ async def measure_mode(mode: str, cases: list[tuple[str, float]], turns: int) ->
                 cut = 0
                 for sentence, at in cases:
                     audio, _, _ = pauses.with_pause(sentence, at, pause_s)
-                    cut += await turns_in(ws_url, key, audio) >= 2
+                    cut += await turns_in(ws_url, key, audio, fmt) >= 2
                 figures[f"{round(pause_s * 1000)} ms pause ends the turn"] = cut / len(cases)
             sentences = [speech.SENTENCES[i % len(speech.SENTENCES)] for i in range(turns)]
             start = time.monotonic()
-            latencies = [t.latency for t in await conversation(ws_url, key, FMT, sentences, 0.2)]
+            latencies = [t.latency for t in await conversation(ws_url, key, fmt, sentences, 0.2)]
             print(f"{mode}: {server_figures(log, start, time.monotonic())}")
             figures["p50"] = percentile(latencies, 50)
             figures["p95"] = percentile(latencies, 95)
@@ -135,7 +137,11 @@ async def main() -> None:
     parser.add_argument("--sentences", type=int, default=len(speech.SENTENCES))
     parser.add_argument("--turns", type=int, default=20)
     parser.add_argument("--modes", default="vad,semantic")
+    parser.add_argument(
+        "--format", default=AudioFormat.PCM_16000.value, help="the client's audio: pcm_16000, ..."
+    )
     args = parser.parse_args()
+    fmt = AudioFormat(args.format)
     cases = trials(args.sentences)
     load = os.getloadavg()[0]
     print(f"cpu cores: {os.cpu_count()}; load average (1 min) at start: {load:.2f}")
@@ -144,8 +150,10 @@ async def main() -> None:
         f"end-of-turn model alone (features + inference, 1 thread): p50 {p50:.0f} ms, "
         f"p95 {p95:.0f} ms"
     )
-    print(f"pause trials per length: {len(cases)}; latency turns: {args.turns}")
-    results = {mode: await measure_mode(mode, cases, args.turns) for mode in args.modes.split(",")}
+    print(f"pause trials per length: {len(cases)}; latency turns: {args.turns}; {fmt.value}")
+    results = {
+        mode: await measure_mode(mode, cases, args.turns, fmt) for mode in args.modes.split(",")
+    }
     print(f"load average (1 min) at the end: {os.getloadavg()[0]:.2f}\n")
     print(
         "mode       no pause: split  500 ms pause cut  800 ms pause cut  p50 latency  p95 latency"
