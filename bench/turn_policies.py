@@ -21,8 +21,8 @@ ends there: after `check_ms` of silence when the model answers above its thresho
   speech model's word timestamps.
 - `--band phone` hears each rendering as a phone line brings it (8 kHz μ-law), as the
   server does for an 8 kHz caller: Silero at 8 kHz, the model on the line's audio brought to
-  16 kHz. The model is surer of a finished thought on that band (docs/performance.md,
-  session 18), which is what a shorter wait for a sure answer must survive.
+  16 kHz. The model is surer of a finished thought on that band, right or wrong: it cuts
+  more pauses with every policy (docs/performance.md, sessions 18 and 20).
 - Each sentence is heard as rendered (no pause), then with 500 ms and 800 ms of silence
   put at its pause point.
 - Figures: `split`, the share of sentences without a pause that became two turns (a gap
