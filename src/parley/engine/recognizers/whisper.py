@@ -353,13 +353,8 @@ def cut_restart(text: str) -> str:
     last = len(keys) - 1
     for start in range(_RESTART_MIN_WORDS, len(keys) - _RESTART_MIN_MATCH):
         again = range(start, len(keys))
-        # A repeat's first word may differ when the words after it repeat too, and the last
-        # word may stop short (the output bound cuts it: "21" for "21st").
         if all(
-            keys[i] == keys[i % start]
-            or (i % start == 0 and keys[i + 1 : i + 2] == keys[1:2])
-            or (i == last and keys[i] and keys[i % start].startswith(keys[i]))
-            for i in again
+            _repeats(keys, i, i % start, first=i % start == 0, last=i == last) for i in again
         ) and (sum(1 for i in again if i % start) >= _RESTART_MIN_MATCH):
             return " ".join(words[:start])
     return text
@@ -414,9 +409,7 @@ def cut_tail_echo(text: str) -> str:
         for gap in range(min(_ECHO_MAX_GAP, tail - size) + 1):
             start = tail - gap - size
             if all(
-                keys[tail + i] == keys[start + i]
-                or (i == 0 and keys[tail + 1] == keys[start + 1])
-                or (i == size - 1 and keys[tail + i] and keys[start + i].startswith(keys[tail + i]))
+                _repeats(keys, tail + i, start + i, first=i == 0, last=i == size - 1)
                 for i in range(size)
             ) and all(keys[tail:]):
                 return " ".join(words[:tail])
@@ -451,6 +444,17 @@ def cut_tail_repeat(text: str) -> str:
 
 
 _PUNCTUATION_AROUND = re.compile(r"^[^\w$]+|[^\w%]+$")
+
+
+def _repeats(keys: list[str], at: int, of: int, *, first: bool, last: bool) -> bool:
+    """Whether word `at` of a copy repeats word `of` (keys from `_word_keys`): the same, or
+    the copy's `first` word heard anew when the next one repeats, or the transcript's `last`
+    word stopped short (the output bound cuts it: "21" for "21st")."""
+    return (
+        keys[at] == keys[of]
+        or (first and keys[at + 1 : at + 2] == keys[of + 1 : of + 2])
+        or (last and bool(keys[at]) and keys[of].startswith(keys[at]))
+    )
 
 
 def _word_keys(words: list[str]) -> list[str]:
