@@ -31,6 +31,12 @@ Parley rows: `conversation-jwt` GET /v1/conversations/{id} with one JWT without 
 `conversation-jwt-jti` the same, each request with its own pre-minted JWT and `jti`;
 `agent` GET /v1/agents/{name} with an API key; `agents` GET /v1/agents with an API key;
 `agent-disable` POST /v1/agents/{name}/disable with an API key; `health` GET /health;
+`agent-after-writes` the `agent` row measured right after a write burst: `--duration` seconds
+of fresh-`jti` JWT reads (a `jti` claim committed per request, unmeasured; their rate is
+in the row's note), then at once, with no warm-up between, the agent reads (issue #38 item
+11: a read right after a burst of writes waited 0.2 s at the tail); `agent-after-disables`
+the same after a burst of `agent-disable` (audited writes, each moving the organization's
+generation: the read model refills after them);
 `ws-jwt` WebSocket handshakes (open, then close without `config`), each with its own JWT
 and `jti`, and `ws-session` the same with one session token, measured by
 bench/ws_handshakes.py.
@@ -112,6 +118,8 @@ PARLEY_ROWS = (
     "agent",
     "agents",
     "agent-disable",
+    "agent-after-writes",
+    "agent-after-disables",
     "health",
     "ws-jwt",
     "ws-session",
@@ -122,6 +130,8 @@ REFERENCE = {
     "agent": "peer-db",
     "agents": "peer-db",
     "agent-disable": "peer-write",
+    "agent-after-writes": "peer-db",
+    "agent-after-disables": "peer-db",
     "health": "peer-health",
     "ws-jwt": "peer-ws",
     "ws-session": "peer-ws",
@@ -482,6 +492,55 @@ def measure_http(
     cpu_before = server.cpu_seconds()
     figures = run_wrk(target, args.duration, args.connections)
     set_server_cpu(result, server.cpu_seconds() - cpu_before, figures["requests"])
+    fill(result, figures)
+    return result
+
+
+def measure_after_writes(
+    mode: str,
+    row: str,
+    writes: Target,
+    read: Target,
+    args: argparse.Namespace,
+    server: Process,
+) -> Result:
+    """`read` measured right after `--duration` seconds of `writes` (issue #38 item 11).
+
+    Both are probed and `read` warmed up first, so that the read path is warm and only the
+    burst lies between the warm-up and the measurement; the read is then measured the
+    moment the burst ends, with no warm-up of its own."""
+    result = Result(mode, row)
+    refused = probe(read) or probe(writes)
+    if refused is not None:
+        result.failed = refused
+        return result
+    run_wrk(read, WARMUP_S, args.connections)
+    burst = run_wrk(writes, args.duration, args.connections)
+    cpu_before = server.cpu_seconds()
+    figures = run_wrk(read, args.duration, args.connections)
+    set_server_cpu(result, server.cpu_seconds() - cpu_before, figures["requests"])
+    fill(result, figures)
+    seconds = burst["duration_us"] / 1e6
+    statuses = burst["statuses"]
+    failed = sum(v for k, v in statuses.items() if not k.startswith("2"))
+    failed += sum(burst["errors"].values())
+    result.note = (
+        f"after {seconds:.0f} s of {burst_name(writes)} at "
+        f"{burst['requests'] / seconds if seconds else 0:.0f} req/s, p99 "
+        f"{burst['p99_us'] / 1000:.0f} ms, {failed} non-2xx"
+    )
+    return result
+
+
+def burst_name(writes: Target) -> str:
+    """How a row's note names its burst: the request, without the server's address."""
+    if writes.tokens_file is not None:
+        return "fresh-jti reads"
+    return f"{writes.method} /{writes.url.split('/', 3)[-1]}"
+
+
+def fill(result: Result, figures: dict[str, Any]) -> None:
+    """Copy one wrk run's figures (req/s, p50, p99, statuses) into `result`."""
     seconds = figures["duration_us"] / 1e6
     result.rps = figures["requests"] / seconds if seconds else 0.0
     result.p50_ms = figures["p50_us"] / 1000
@@ -490,7 +549,6 @@ def measure_http(
     result.errors = {k: v for k, v in figures["errors"].items() if v}
     result.non_2xx = sum(v for k, v in result.statuses.items() if not k.startswith("2"))
     result.non_2xx += sum(result.errors.values())
-    return result
 
 
 def measure_ws(
@@ -699,21 +757,26 @@ class Bench:
         if row == "conversation-jwt":
             target = conversation
         elif row == "conversation-jwt-jti":
-            count = max(TOKENS_MIN, math.ceil(args.duration * TOKENS_PER_SECOND))
-            print(f"[{mode}] minting {count} tokens", file=sys.stderr, flush=True)
-            tokens = self.signer.mint_file(cwd / "tokens.txt", count, CONVERSATION)
-            target = Target(
-                "GET",
-                conversation.url,
-                tokens_file=tokens,
-                probe_token=self.signer.mint(CONVERSATION, jti=True),
-            )
+            target = self.fresh_jti_target(mode, conversation, cwd)
             # The warm-up sends the token without `jti`: the file's tokens are for the row.
             return self.profiled(
                 mode,
                 row,
                 server,
                 lambda: measure_http(mode, row, target, args, server, conversation),
+            )
+        elif row in ("agent-after-writes", "agent-after-disables"):
+            if row == "agent-after-writes":
+                writes = self.fresh_jti_target(mode, conversation, cwd)
+            else:
+                writes = Target("POST", f"{server.http}/v1/agents/{DISABLE_AGENT}/disable", key)
+            read = Target("GET", f"{server.http}/v1/agents/{AGENT}", key)
+            return self.profiled(
+                mode,
+                row,
+                server,
+                lambda: measure_after_writes(mode, row, writes, read, args, server),
+                seconds=2 * args.duration,
             )
         elif row == "agent":
             target = Target("GET", f"{server.http}/v1/agents/{AGENT}", key)
@@ -725,6 +788,20 @@ class Bench:
             target = Target("GET", f"{server.http}/health")
         return self.profiled(
             mode, row, server, lambda: measure_http(mode, row, target, args, server)
+        )
+
+    def fresh_jti_target(self, mode: str, conversation: Target, cwd: Path) -> Target:
+        """The conversation read with a pre-minted JWT and `jti` a request: a write each."""
+        count = max(TOKENS_MIN, math.ceil(self.args.duration * TOKENS_PER_SECOND))
+        print(f"[{mode}] minting {count} tokens", file=sys.stderr, flush=True)
+        tokens = self.signer.mint_file(
+            cwd / f"tokens-{secrets.token_hex(2)}.txt", count, CONVERSATION
+        )
+        return Target(
+            "GET",
+            conversation.url,
+            tokens_file=tokens,
+            probe_token=self.signer.mint(CONVERSATION, jti=True),
         )
 
     def parley_ws(self, mode: str, server: Process) -> Result:
@@ -742,12 +819,20 @@ class Bench:
 
         return measure_ws(mode, "ws-jwt", urls, self.args, server)
 
-    def profiled(self, mode: str, row: str, server: Process, run: Callable[[], Result]) -> Result:
-        """Run one row; with --profile, py-spy records the server during the measurement."""
+    def profiled(
+        self,
+        mode: str,
+        row: str,
+        server: Process,
+        run: Callable[[], Result],
+        seconds: float | None = None,
+    ) -> Result:
+        """Run one row; with --profile, py-spy records the server during the measurement
+        (`seconds`: the row's loaded time, when it is not `--duration`)."""
         if self.args.profile is None:
             return run()
         out = self.args.profile / f"{mode}-{row}.txt"
-        duration = math.ceil(WARMUP_S + self.args.duration + 2)
+        duration = math.ceil(WARMUP_S + (seconds or self.args.duration) + 2)
         recorder = subprocess.Popen(  # noqa: S603 - fixed arguments
             [
                 py_spy_binary(),

@@ -25,6 +25,13 @@ N tool turns (the model first calls a sync webhook tool, a loopback endpoint tha
 in 200 ms, then answers the same words), in alternating conversations of `--block` turns.
 It prints p50/p95 latency of both, the difference, and whether the goal holds: tool turn
 p50 <= plain turn p50 + 0.4 s.
+
+Part 4, `--recording N` (run alone; issue #40): N conversations at once (pcm_16000, each
+`--concurrent-turns` turns), on a server that records them (the default agent) and on a
+second server whose agent has zero data retention (no recorder), in the same run. It prints
+p95 latency and the server's CPU seconds per conversation of both, and their ratios (goal:
+within 5 %). The peer stores no items either, so the difference is an upper bound of what
+recording costs.
 """
 
 from __future__ import annotations
@@ -94,13 +101,13 @@ def free_port() -> int:
         return port
 
 
-async def make_bench_agent(base: str, key: str) -> None:
+async def make_bench_agent(base: str, key: str, **fields: Any) -> None:
     """Create the agent named `bench` the benchmarks talk to."""
     async with httpx.AsyncClient(base_url=base) as http:
         made = await http.post(
             "/v1/agents",
             headers={"Authorization": f"Bearer {key}"},
-            json={"name": "bench", "system_prompt": "You are the bench agent."},
+            json={"name": "bench", "system_prompt": "You are the bench agent.", **fields},
         )
     made.raise_for_status()
 
@@ -325,6 +332,62 @@ async def tool_turns(count: int, block: int) -> None:
     print(f"goal (tool turn p50 <= plain turn p50 + 0.4 s): {'met' if held else 'NOT met'}")
 
 
+async def at_once(ws_url: str, key: str, level: int, turns: int) -> list[list[Turn]]:
+    """`level` conversations at once (pcm_16000), `turns` turns each, staggered leads."""
+    return await asyncio.gather(
+        *(
+            conversation(
+                ws_url,
+                key,
+                AudioFormat.PCM_16000,
+                [speech.SENTENCES[(n + i) % len(speech.SENTENCES)] for i in range(turns)],
+                lead_s=0.2 + 0.137 * n % 1.0,
+            )
+            for n in range(level)
+        )
+    )
+
+
+def count_recordings(directory: Path) -> int:
+    return len(list(directory.rglob("*.wav")))
+
+
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU time of a process so far (/proc/PID/stat)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def recording_peer(level: int, turns: int) -> None:
+    """Part 4: the same load on a recording server and on a peer that records nothing."""
+    results: dict[str, tuple[float, float, int]] = {}
+    for mode in ("recording", "not recording"):
+        with tempfile.TemporaryDirectory() as directory:
+            process, base, key, _log = start_server(Path(directory))
+            try:
+                zero = {"zero_data_retention": True}
+                await make_bench_agent(
+                    base, key, **({"data_retention_policy": zero} if mode != "recording" else {})
+                )
+                ws_url = base.replace("http://", "ws://")
+                before = cpu_seconds(process.pid)
+                batches = await at_once(ws_url, key, level, turns)
+                await asyncio.sleep(2.0)  # the recordings are kept after the sockets close
+                used = cpu_seconds(process.pid) - before
+                kept = count_recordings(Path(directory, "recordings"))
+            finally:
+                process.terminate()
+                process.wait(timeout=15)
+        latencies = [t.latency for batch in batches for t in batch]
+        results[mode] = (percentile(latencies, 95), used / level, kept)
+        print(
+            f"{mode:>14}: p95 {results[mode][0]:.3f} s, CPU {results[mode][1]:.2f} s per "
+            f"conversation, {kept} recordings kept"
+        )
+    on, off = results["recording"], results["not recording"]
+    print(f"ratios (recording / not): p95 x{on[0] / off[0]:.3f}, CPU x{on[1] / off[1]:.3f}")
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--turns", type=int, default=20)
@@ -333,7 +396,13 @@ async def main() -> None:
     parser.add_argument("--formats", default=",".join(f.value for f in AudioFormat))
     parser.add_argument("--tool-turns", type=int, default=0, help="run part 3 only")
     parser.add_argument("--block", type=int, default=5, help="turns per conversation, part 3")
+    parser.add_argument(
+        "--recording", type=int, default=0, help="run part 4 only, at this many conversations"
+    )
     args = parser.parse_args()
+    if args.recording:
+        await recording_peer(args.recording, args.concurrent_turns)
+        return
     if args.tool_turns:
         await tool_turns(args.tool_turns, args.block)
         return
@@ -361,21 +430,7 @@ async def main() -> None:
             sustained = 0
             for level in (int(n) for n in args.levels.split(",")):
                 start = time.monotonic()
-                batches = await asyncio.gather(
-                    *(
-                        conversation(
-                            ws_url,
-                            key,
-                            AudioFormat.PCM_16000,
-                            [
-                                speech.SENTENCES[(n + i) % len(speech.SENTENCES)]
-                                for i in range(args.concurrent_turns)
-                            ],
-                            lead_s=0.2 + 0.137 * n % 1.0,
-                        )
-                        for n in range(level)
-                    )
-                )
+                batches = await at_once(ws_url, key, level, args.concurrent_turns)
                 latencies = [t.latency for batch in batches for t in batch]
                 p95 = percentile(latencies, 95)
                 wer = sum(t.errors for b in batches for t in b) / sum(

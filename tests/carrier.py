@@ -10,6 +10,10 @@ spaces), posts it and parses the TwiML answer. Audio helpers turn hibari speech
 Part 2, below the marked line: the media socket (`GET /v1/telephony/twilio/media`), written
 with the media-socket work: stream frames in real time, play received audio in real time,
 echo marks only once the audio before them has played, honour `clear`, send DTMF and `stop`.
+
+Part 3, in modules of their own for their size: the carrier's REST API (calls placed,
+transferred and hung up; tests/carrier_api.py) and the scenarios it plays after a create
+(tests/carrier_calls.py).
 """
 
 from __future__ import annotations
@@ -98,6 +102,21 @@ def form_encode(params: Sequence[tuple[str, str]]) -> bytes:
     return urlencode(list(params), encoding="utf-8").encode("ascii")
 
 
+@dataclass(frozen=True)
+class CapturedWebhook:
+    """A signed voice webhook as it went over the wire: what an eavesdropper (a logging proxy,
+    a leaked capture) holds and can send again, byte for byte."""
+
+    target: str
+    """The path and query string posted to."""
+    headers: Mapping[str, str]
+    body: bytes
+
+    async def replay(self, http: httpx.AsyncClient) -> httpx.Response:
+        """Send the same bytes to `http` (any instance): Twilio's signature has no timestamp."""
+        return await http.post(self.target, content=self.body, headers=dict(self.headers))
+
+
 @dataclass
 class SimulatedCarrier:
     """One carrier account calling Parley's voice webhook as Twilio does.
@@ -151,6 +170,22 @@ class SimulatedCarrier:
         if signature is not None:
             sent["X-Twilio-Signature"] = signature
         return await self.http.post(target, content=form_encode(params), headers=sent)
+
+    def capture(
+        self, *, to: str, from_: str = "+15005550006", call_sid: str | None = None
+    ) -> CapturedWebhook:
+        """The signed webhook of a call to `to`, as the carrier would send it (unsent)."""
+        params = self.call_params(to=to, from_=from_, call_sid=call_sid)
+        parts = urlsplit(self.voice_url)
+        return CapturedWebhook(
+            target=parts.path + (f"?{parts.query}" if parts.query else ""),
+            headers={
+                "Content-Type": "application/x-www-form-urlencoded",
+                "User-Agent": "TwilioProxy/1.1",
+                "X-Twilio-Signature": self.signature(params),
+            },
+            body=form_encode(params),
+        )
 
     async def call(
         self, *, to: str, from_: str = "+15005550006", call_sid: str | None = None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,40 @@ from tests.types import MakeAgent, MakeTenant, Tenant
 
 TEST_SECRET_KEY = databases.TEST_SECRET_KEY
 
-pytest_plugins = ["anyio"]
+pytest_plugins = ["anyio", "tests.xdist_guard"]
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under pytest-xdist (`--dist loadgroup`), a module's tests that share one of its
+    module-scoped fixtures (a server, a fleet) run on one worker, so it is built once.
+
+    Every other test is handed to whichever worker is free. A module can also name a group
+    itself (`pytestmark = pytest.mark.xdist_group("…")`) for state no fixture shows, such as a
+    Redis logical database it empties.
+    """
+    for item in items:
+        if item.get_closest_marker("xdist_group") is None and _shares_module_fixture(item):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
+
+
+def _shares_module_fixture(item: pytest.Item) -> bool:
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return False
+    return any(definitions[-1].scope == "module" for definitions in info.name2fixturedefs.values())
+
+
+@pytest.fixture(autouse=True)
+def _environment_restored() -> Iterator[None]:
+    """Each test leaves os.environ as it found it: code under test may set variables (an
+    in-process `parley serve` sets PARLEY_PUBLIC_URL for its workers), and a worker's next
+    test must not read them."""
+    saved = dict(os.environ)
+    yield
+    if os.environ != saved:
+        os.environ.clear()
+        os.environ.update(saved)
 
 
 @pytest.fixture(scope="session")
@@ -42,7 +76,7 @@ def postgres_url() -> Iterator[str]:
 def database_url(
     request: pytest.FixtureRequest, tmp_path: Path, sqlite_template: Path
 ) -> Iterator[str]:
-    """A migrated, empty database: a SQLite copy, or the run's PostgreSQL truncated after."""
+    """A migrated, empty database: a SQLite copy, or the run's PostgreSQL emptied after."""
     if request.param == "sqlite":
         yield databases.sqlite_copy(sqlite_template, tmp_path)
         return
@@ -50,7 +84,7 @@ def database_url(
     try:
         yield url
     finally:
-        databases.run_in_own_loop(databases.truncate_all(url))
+        databases.run_in_own_loop(databases.empty_tables(url))
 
 
 @pytest.fixture
@@ -141,8 +175,19 @@ def make_agent() -> MakeAgent:
 
 
 @pytest.fixture
-def statements(app: FastAPI) -> Iterator[list[str]]:
-    """Every SQL statement the app's database runs, on either engine."""
+async def timer_stopped(app: FastAPI) -> None:
+    """Stop the instance's timer (the lease, revocations waiting, spent `jti` records) and its
+    webhook worker (a poll of the outbox every 0.5 s), for a test that counts the database's
+    statements or reads: theirs would otherwise land among them at a moment the machine's
+    load decides."""
+    await app.state.timer.stop()
+    await app.state.webhook_worker.stop()
+
+
+@pytest.fixture
+def statements(app: FastAPI, timer_stopped: None) -> Iterator[list[str]]:
+    """Every SQL statement the app's database runs, on either engine, for the test alone
+    (the instance's timer stopped first)."""
     seen: list[str] = []
     db = app.state.context.db
 

@@ -14,8 +14,10 @@ from parley.app import create_app
 from parley.config import Settings
 from parley.errors import ValidationFailed
 from parley.records import ToolCall
-from parley.services import live
 from parley.services.live import codec
+from parley.services.live.relay import NOT_SENT
+from parley.wires.frames import CLIENT_MESSAGE_TYPES
+from parley.wires.parley_codec import ParleyCodec
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = sorted([ROOT / "README.md", ROOT / "scripts" / "README.md", *ROOT.glob("docs/*.md")])
@@ -73,6 +75,8 @@ def server_message_samples() -> list[object]:
         engine.AssistantFinishedSpeaking(),
         engine.InterruptedResponse("Hi"),
         engine.AssistantEndedConversation(),
+        engine.KeypadPressed("1#"),
+        engine.AssistantChoseNotToRespond(),
         engine.ToolCallInterrupted("call_1", "t"),
         engine.EngineWarning("w", "Warned."),
     ]
@@ -81,19 +85,20 @@ def server_message_samples() -> list[object]:
 def test_server_message_samples_cover_every_outbound_kind() -> None:
     kinds = {type(sample) for sample in server_message_samples()}
     outbound = set(get_args(codec.Outbound)) - {codec.Closing, *get_args(engine.EngineEvent)}
-    assert outbound | set(get_args(engine.EngineEvent)) <= kinds | {codec.Closing}
+    sent = set(get_args(engine.EngineEvent)) - set(NOT_SENT)
+    assert outbound | sent <= kinds | {codec.Closing}
 
 
 def test_api_reference_lists_every_websocket_message() -> None:
     text = API_MD.read_text(encoding="utf-8")
-    wire = live.ParleyCodec()
+    wire = ParleyCodec()
     sent = {
         json.loads(frame)["type"]
         for sample in server_message_samples()
         for frame in wire.encode(sample)  # type: ignore[arg-type]
     }
     assert {"conversation_created", "audio_chunk", "error", "warning", "tool_call"} <= sent
-    for message in sorted(sent | live.CLIENT_MESSAGE_TYPES):
+    for message in sorted(sent | CLIENT_MESSAGE_TYPES):
         assert f"| `{message}` |" in text, message
 
 
@@ -117,3 +122,12 @@ def test_architecture_names_every_module_of_the_http_layer(package: str) -> None
     modules = sorted((ROOT / "src" / "parley" / package).glob("*.py"))
     missing = [m.name for m in modules if m.name != "__init__.py" and f"`{m.name}`" not in text]
     assert missing == []
+
+
+def test_readme_documentation_list_names_every_doc() -> None:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = text.split("\n## Documentation\n", 1)[1].split("\n## ", 1)[0]
+    listed = set(re.findall(r"^- \[[^\]]+\]\((docs/[^)#]+\.md)\)", section, re.M))
+    assert listed, "no Documentation list in README.md"
+    present = {f"docs/{path.name}" for path in ROOT.glob("docs/*.md")}
+    assert sorted(present - listed) == []

@@ -20,9 +20,12 @@ VARIANTS = {
 """Subclasses that keep their parent's code on purpose."""
 
 SHARED_CODES = {
-    # The spec's label for a bad signature, on two credentials: a JWT's (401, API.md 7 step
-    # 3) and a carrier webhook's `X-Twilio-Signature` (403, API.md 13).
-    "invalid_signature": {"InvalidSignature", "InvalidCarrierSignature"},
+    # The spec's label for a bad signature, on three credentials: a JWT's (401, API.md 7
+    # step 3), a carrier webhook's `X-Twilio-Signature` (403, API.md 13) and a recording's
+    # signed URL (403, API.md 16).
+    "invalid_signature": {"InvalidSignature", "InvalidCarrierSignature", "InvalidAudioSignature"},
+    # No carrier account: reading it is 404 (API.md 13), placing a call with none is 409 (15).
+    "telephony_not_configured": {"TelephonyNotConfigured", "CallsNotConfigured"},
 }
 """Codes that two kinds of error share on purpose (each listed with its classes)."""
 
@@ -35,6 +38,9 @@ OUTSIDE_THE_TREE = {
         "a model's bad tool call: becomes the call's error output, never escapes the engine"
     ),
     "parley.stores.probe.RedisProbeFailed": "start-up: printed by the CLI, no client sees it",
+    "parley.services.webhook_tools.UnsendableCall": (
+        "a webhook tool call its arguments make unsendable: becomes the call's error output"
+    ),
     "parley.web.session.CsrfRejected": "dashboard: answered with a page, not the envelope",
     "parley.web.session.SignInRequired": "dashboard: answered with a redirect to sign-in",
 }

@@ -5,9 +5,16 @@ from __future__ import annotations
 from parley import errors
 from parley.error_status import STATUS_BY_KIND, status_for
 
-SHARED_ON_PURPOSE = [{"InvalidSignature", "InvalidCarrierSignature"}]
-"""`invalid_signature`, the spec's label, of two credentials: a JWT's (401, API.md 7 step 3)
-and a carrier webhook's `X-Twilio-Signature` (403, API.md 13)."""
+SHARED_ON_PURPOSE = [
+    {"InvalidSignature", "InvalidCarrierSignature"},
+    {"InvalidSignature", "InvalidAudioSignature"},
+    {"InvalidCarrierSignature", "InvalidAudioSignature"},
+    {"TelephonyNotConfigured", "CallsNotConfigured"},
+]
+"""`invalid_signature`, the spec's label, of three credentials: a JWT's (401, API.md 7 step
+3), a carrier webhook's `X-Twilio-Signature` (403, API.md 13) and a recording's signed URL
+(403, API.md 16); `telephony_not_configured`
+read (404, API.md 13) and when placing a call (409, API.md 15)."""
 
 
 def test_error_codes_are_unique() -> None:
@@ -39,6 +46,7 @@ def test_every_kind_maps_to_a_status() -> None:
     assert status_for(errors.AgentDisabled()) == 409
     assert status_for(errors.AgentNotFound()) == 404
     assert status_for(errors.JwksUnavailable()) == 503
+    assert status_for(errors.CarrierError()) == 502
     assert status_for(errors.ParleyError()) == 500
 
 

@@ -15,6 +15,9 @@ import typing
 from pathlib import Path
 from types import ModuleType
 
+import grimp
+
+import parley.api
 import parley.db.repos
 import parley.services
 from parley.db.tables import Base
@@ -108,6 +111,7 @@ def test_repositories_return_records() -> None:
 
 
 INDIRECT_ALLOWED = {
+    "The HTTP layer authenticates through services/authn.py alone",
     "HTTP layer never touches persistence libraries",
     "The command line reaches the HTTP layer only through app",
     "The dashboard uses the services, like the API, and nothing below them",
@@ -139,3 +143,65 @@ def test_services_import_one_another_without_circles_counting_annotations() -> N
     assert [c["ancestors"] for c in acyclic] == [["parley.services"]]
     assert not linter.get("exclude_type_checking_imports", False)
     assert "depth" not in acyclic[0]  # the default (10) reaches services/live's modules
+
+
+def test_wires_import_of_the_services_only_the_codec_seam() -> None:
+    """A wire turns frames into the session's events (`services/live/codec.py`) and back; it
+    calls no use case, and no module of the session's package reaches a wire, by any path."""
+    graph = grimp.build_graph("parley")
+    wires = graph.find_descendants("parley.wires")
+    assert {"parley.wires.parley_codec", "parley.wires.twilio_codec"} <= wires
+    services = {
+        imported
+        for wire in wires
+        for imported in graph.find_modules_directly_imported_by(wire)
+        if imported.startswith("parley.services")
+    }
+    assert services == {"parley.services.live.codec"}
+    session = graph.find_descendants("parley.services.live") | {"parley.services.live"}
+    reached = [
+        f"{module} -> {wire}"
+        for module in sorted(session)
+        for wire in sorted(wires)
+        if graph.chain_exists(importer=module, imported=wire)
+    ]
+    assert reached == []
+
+
+CREDENTIAL_CHECKS = frozenset(
+    {
+        "compare_digest",  # hmac: a secret compared
+        "signature_matches",  # services/twilio_signature.py: the carrier's signature
+        "redeem_stream_token",  # services/telephony.py: a media stream's token
+        "hash_secret",  # credentials.py: an opaque credential's look-up key
+        "find_by_secret",  # services/api_keys.py
+        "find_active",  # services/session_tokens.py
+    }
+)
+"""What proves a credential; services/authn.py calls them, the HTTP layer never does."""
+
+
+def test_http_layer_authenticates_only_through_authn() -> None:
+    """REST, both sockets, the carrier's webhook and /metrics authenticate through
+    services/authn.py: no module of parley.api names a check of its own (import-linter's
+    contract sees the imports; this sees an attribute reached through a service module)."""
+    package = Path(parley.api.__file__).parent
+    modules = sorted(package.rglob("*.py"))
+    assert package / "metrics.py" in modules
+    assert package / "routes" / "telephony.py" in modules
+    found: list[str] = []
+    for path in modules:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names: list[str] = []
+            if isinstance(node, ast.Attribute):
+                names = [node.attr]
+            elif isinstance(node, ast.Name):
+                names = [node.id]
+            elif isinstance(node, ast.ImportFrom):
+                names = [alias.name for alias in node.names]
+            found += [
+                f"{path.relative_to(package)}:{getattr(node, 'lineno', 0)}: {name}"
+                for name in names
+                if name in CREDENTIAL_CHECKS
+            ]
+    assert found == []

@@ -11,14 +11,11 @@ from fastapi import FastAPI
 
 from parley import __version__, metrics
 from parley.api import log_hygiene, telephony_ws, ws
+from parley.api.connection_limits import ConnectionLimits
 from parley.api.docs import install_docs
 from parley.api.errors import install_error_handlers
 from parley.api.examples import install_examples
-from parley.api.http_protocol import (
-    HTTPTOOLS_PROTOCOL,
-    ConnectionLimits,
-    http_protocol_factory,
-)
+from parley.api.http_protocol import HTTPTOOLS_PROTOCOL, http_protocol_factory
 from parley.api.metrics import install_metrics
 from parley.api.middleware import AccessLogMiddleware, BodyLimitMiddleware
 from parley.api.openapi import build_openapi
@@ -42,8 +39,9 @@ from parley.composition.context import open_context
 from parley.composition.heap import freeze_startup_heap, lean_log_records
 from parley.composition.options import engine_options, runtime_options
 from parley.composition.webhook_sender import SenderAddress, handing_to_sender
-from parley.config import Settings
+from parley.config import Settings, trusted_proxy_list
 from parley.engine import EngineFactory, build_engine_factory
+from parley.services import recordings
 from parley.services.housekeeping import housekeeping
 from parley.services.webhook_delivery import WorkerOptions, delivery_worker
 from parley.web import install_dashboard
@@ -57,12 +55,14 @@ __all__ = ["HTTP_PROTOCOL", "WS_PROTOCOL", "create_app", "create_app_from_env", 
 
 def http_protocol(settings: Settings) -> type[asyncio.Protocol]:
     """uvicorn's `http=` for `parley serve`: HTTP_PROTOCOL with the settings' time-outs and
-    connection cap (docs/reliability.md)."""
+    connection caps (docs/reliability.md)."""
     return http_protocol_factory(
         ConnectionLimits(
             header_timeout=settings.http_header_timeout_seconds,
             body_timeout=settings.http_body_timeout_seconds,
             max_connections=settings.max_connections,
+            max_connections_per_client=settings.max_connections_per_client,
+            trusted_proxies=tuple(trusted_proxy_list(settings.trusted_proxies)),
         )
     )
 
@@ -97,14 +97,17 @@ def create_app(
                 open_context(runtime_options(settings), clock=clock or SystemClock())
             )
             app.state.context = ctx
-            await stack.enter_async_context(housekeeping(ctx))
+            stack.push_async_callback(recordings.drain)  # before the context closes
+            app.state.timer = await stack.enter_async_context(housekeeping(ctx))
             # Events out (API.md 14): under `parley serve` the instance's webhook sender
             # process sends them; otherwise this process's worker (stopped first).
             if (sender := SenderAddress.from_environment()) is not None:
                 await stack.enter_async_context(handing_to_sender(ctx, sender))
             else:
                 worker = WorkerOptions(retry_schedule=settings.retry_schedule)
-                await stack.enter_async_context(delivery_worker(ctx, worker))
+                app.state.webhook_worker = await stack.enter_async_context(
+                    delivery_worker(ctx, worker)
+                )
             factory = engine_factory or build_engine_factory(engine_options(settings))
             app.state.engine_factory = factory
             # Models load before the server answers anything, /health included: ready means

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import ipaddress
+import re
 from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+FERNET_KEY = re.compile(r"[A-Za-z0-9_-]{43}=")
+"""A Fernet key as Fernet.generate_key() writes it: 32 bytes, url-safe base64, padded."""
 
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///parley.db"
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")
@@ -26,6 +30,8 @@ class Settings(BaseSettings):
     database_url: str = DEFAULT_DATABASE_URL
     redis_url: str | None = None
     public_url: str = "http://127.0.0.1:8000"
+    """What carriers call and sign, and the default JWT audience's host. Unset, `parley serve`
+    makes it follow --host and --port (`listening_url`); this default is `serve`'s own."""
     jwks_allow_http: bool = False
     jwks_allow_private_networks: bool = False
     # Calls going out to customers (webhook tools, webhooks): src/parley/outbound.
@@ -34,6 +40,13 @@ class Settings(BaseSettings):
     webhook_retry_schedule: str = "5,300,1800,7200,18000,36000,36000"
     """Seconds to wait after each failed webhook attempt (API.md section 14): `1,2,3` means
     at most four attempts."""
+    twilio_api_url: str = "https://api.twilio.com"
+    """The carrier's REST API (API.md section 15): the operator's, so trusted (http allowed,
+    private addresses too: tests point it at a simulator); no credentials or query in it."""
+    recordings_dir: Path | None = None
+    """Where recordings are kept (API.md section 16); unset: `recordings/` beside the SQLite
+    file; with PostgreSQL a directory every instance shares (unset there: none is kept,
+    except on an agent's external storage)."""
     secret_key: SecretStr | None = None
     """The Fernet key sealing stored secrets (parley/sealing.py); unset: a key file."""
     jwt_max_lifetime_seconds: int = Field(default=3600, ge=60, le=86_400)
@@ -72,8 +85,13 @@ class Settings(BaseSettings):
         # Imported only when a key is set: most commands never load the crypto library.
         from cryptography.fernet import Fernet
 
+        key = value.get_secret_value()
         try:
-            Fernet(value.get_secret_value())
+            # The shape itself, whatever the library's version forgives (cryptography 51
+            # decodes a key without its `=`): 32 bytes are 43 characters and one `=`.
+            if not FERNET_KEY.fullmatch(key):
+                raise ValueError("not 44 url-safe base64 characters ending in '='")
+            Fernet(key)
         except (ValueError, TypeError):  # binascii.Error is a ValueError
             raise ValueError(
                 "must be a Fernet key, 32 url-safe base64-encoded bytes (make one with "
@@ -111,6 +129,20 @@ class Settings(BaseSettings):
             raise ValueError("PARLEY_LLM_BASE_URL must be an absolute http(s) URL")
         return value.rstrip("/")
 
+    @field_validator("twilio_api_url")
+    @classmethod
+    def _twilio_api_url(cls, value: str) -> str:
+        parts = urlsplit(value)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError("PARLEY_TWILIO_API_URL must be an absolute http(s) URL")
+        if parts.username is not None or parts.query or parts.fragment:
+            raise ValueError(
+                "PARLEY_TWILIO_API_URL must hold no credentials, query or fragment (the "
+                "account's credentials are sent as HTTP Basic authentication)"
+            )
+        _check_port(value)
+        return value.rstrip("/")
+
     @model_validator(mode="after")
     def _llm_needs_model(self) -> Settings:
         if self.llm_base_url is not None and not self.llm_model:
@@ -125,10 +157,12 @@ class Settings(BaseSettings):
     database_pool_size: int = Field(default=20, ge=1, le=1000)
 
     # What a client may hold (docs/reliability.md, "Slow clients and proxies"): a request's
-    # headers and body arrive within these times, and a process keeps this many connections.
+    # headers and body arrive within these times, and a process keeps this many connections,
+    # this many from one client address (the socket's peer; trusted proxies are exempt).
     http_header_timeout_seconds: float = Field(default=10.0, gt=0, le=300)
     http_body_timeout_seconds: float = Field(default=30.0, gt=0, le=3600)
     max_connections: int = Field(default=1000, ge=1, le=100_000)
+    max_connections_per_client: int = Field(default=100, ge=1, le=100_000)
     # Addresses or networks of reverse proxies whose X-Forwarded-For / X-Forwarded-Proto are
     # believed; empty, none is (a client could otherwise choose its own address).
     trusted_proxies: str | None = None
@@ -242,6 +276,20 @@ def _check_port(url: str) -> None:
         raise ValueError(f"has an invalid port: {error}") from None
     if port == 0:
         raise ValueError("has an invalid port: 0")
+
+
+WILDCARD_HOSTS = {"0.0.0.0": "127.0.0.1", "::": "[::1]", "": "127.0.0.1"}  # noqa: S104
+"""A server listening on every address is reached locally through the loopback address of
+the same family (docs/decisions.md, "The public URL follows --port")."""
+
+
+def listening_url(host: str, port: int) -> str:
+    """The public URL of a server listening on `host`:`port` when PARLEY_PUBLIC_URL is unset:
+    `http://host:port`, a wildcard host named by its loopback address, IPv6 in brackets."""
+    name = WILDCARD_HOSTS.get(host.strip("[]"), host.strip("[]"))
+    if ":" in name and not name.startswith("["):
+        name = f"[{name}]"
+    return f"http://{name}:{port}"
 
 
 def trusted_proxy_list(value: str | None) -> list[str]:

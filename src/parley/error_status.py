@@ -16,6 +16,7 @@ STATUS_BY_KIND: dict[type[errors.ParleyError], int] = {
     errors.Conflict: 409,
     errors.PayloadTooLarge: 413,
     errors.RateLimited: 429,
+    errors.UpstreamError: 502,
     errors.Unavailable: 503,
     errors.ParleyError: 500,
 }

@@ -26,6 +26,8 @@
      │        AccountTaken
      ├── PayloadTooLarge
      ├── RateLimited ............... carries retry_after (seconds)
+     ├── UpstreamError ............. a service called on the caller's behalf refused or failed
+     │    └── CarrierError ........... the carrier's REST API (API.md section 15)
      └── Unavailable ............... a dependency is down; fails closed (Retry-After 2 s)
           └── JwksUnavailable
 
@@ -112,6 +114,21 @@ class MissingTemplateVariable(InvalidRequest):
 
     code = "missing_template_variable"
     message = "A template variable has neither a value nor a default."
+
+
+class NotSupported(InvalidRequest):
+    """A feature the official SDK names that Parley does not have (API.md sections 15, 17)."""
+
+    code = "not_supported"
+    message = "This is not supported."
+
+
+class NoPhoneNumber(InvalidRequest):
+    """An outbound call's agent has no number to call from, or the number given is not one
+    of its own (API.md section 15)."""
+
+    code = "no_phone_number"
+    message = "The agent has no phone number to call from."
 
 
 # --- 401 ---------------------------------------------------------------------------
@@ -257,6 +274,11 @@ class ConversationExists(Conflict):
     message = "A conversation with this ID already exists."
 
 
+class ConversationLive(Conflict):
+    code = "conversation_live"
+    message = "The conversation has not ended: end it first."
+
+
 class ConversationEnded(Conflict):
     code = "conversation_ended"
     message = "The conversation has ended."
@@ -277,7 +299,15 @@ class AccountTaken(Conflict):
     message = "The carrier account is set by another organization."
 
 
-# --- 413, 429, 503 -----------------------------------------------------------------
+class CallsNotConfigured(Conflict):
+    """An outbound call asked of an organization with no carrier account (API.md section
+    15: 409, where reading the account that is not there is section 13's 404)."""
+
+    code = "telephony_not_configured"
+    message = "No carrier account is set for this organization: set one to place calls."
+
+
+# --- 413, 429, 502, 503 ------------------------------------------------------------
 
 
 class PayloadTooLarge(ParleyError):
@@ -288,6 +318,38 @@ class PayloadTooLarge(ParleyError):
 class RateLimited(ParleyError):
     code = "rate_limited"
     message = "Too many requests."
+
+
+class UpstreamError(ParleyError):
+    """A service called on the caller's behalf (not one of Parley's own dependencies)
+    refused the request or failed to answer it; the message says what it said."""
+
+    code = "upstream_error"
+    message = "A service called on the caller's behalf failed."
+
+
+class CarrierError(UpstreamError):
+    """The carrier's REST API refused a call or an update, or did not answer in time
+    (API.md section 15); the message passes on the carrier's own, never a credential.
+
+    `status` is the carrier's HTTP status (None: no answer) and `carrier_code` its error
+    code (Twilio's numeric `code`, None when it gave none), for callers that tell a refusal
+    from another (e.g. an update of a call that has ended).
+    """
+
+    code = "carrier_error"
+    message = "The carrier's API failed."
+
+    def __init__(
+        self,
+        message: str | None = None,
+        *,
+        status: int | None = None,
+        carrier_code: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.carrier_code = carrier_code
 
 
 class Unavailable(ParleyError):
@@ -309,6 +371,7 @@ ERROR_KINDS: tuple[type[ParleyError], ...] = (
     Conflict,
     PayloadTooLarge,
     RateLimited,
+    UpstreamError,
     Unavailable,
 )
 """The base kinds; every concrete error descends from exactly one of them."""

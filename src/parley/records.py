@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from enum import StrEnum
 from typing import Any, Generic, Protocol, TypeVar
 
 from parley.credentials import CredentialKind
@@ -53,6 +54,42 @@ class TemplateVariable:
 
 
 @dataclass(frozen=True, slots=True)
+class RetentionPolicy:
+    """What a conversation keeps, and how long (API.md section 16): nothing at all with
+    `zero_data_retention`; else the transcript and the recording, each deleted that many
+    hours after the conversation ends (None: kept)."""
+
+    zero_data_retention: bool = False
+    transcripts_hours: int | None = None
+    audio_hours: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The official SDK's `DataRetentionPolicy` shape (stored, shown and sent)."""
+        if self.zero_data_retention:
+            return {"zero_data_retention": True}
+        return {
+            "zero_data_retention": False,
+            "transcripts": {"delete_after_hours": self.transcripts_hours},
+            "audio_recordings": {"delete_after_hours": self.audio_hours},
+        }
+
+    @classmethod
+    def from_json(cls, value: Mapping[str, Any] | None) -> RetentionPolicy:
+        """Read `to_json`'s shape back; None is the default policy (everything kept)."""
+        if not value:
+            return cls()
+        if value.get("zero_data_retention"):
+            return cls(zero_data_retention=True)
+        return cls(
+            transcripts_hours=(value.get("transcripts") or {}).get("delete_after_hours"),
+            audio_hours=(value.get("audio_recordings") or {}).get("delete_after_hours"),
+        )
+
+
+KEEP_EVERYTHING = RetentionPolicy()
+
+
+@dataclass(frozen=True, slots=True)
 class Agent:
     id: str
     org_id: str
@@ -72,6 +109,14 @@ class Agent:
     template_variables: Mapping[str, TemplateVariable] = field(default_factory=dict)
     """The `{{name}}` placeholders its prompt and welcome message may use, with defaults."""
     boosted_keywords: tuple[str, ...] = ()
+    no_input_poke_sec: int | None = None
+    """Seconds of silence before the agent speaks `no_input_poke_text` (None: off)."""
+    no_input_poke_text: str = "Are you still there?"
+    no_input_end_conversation_sec: int | None = None
+    """Seconds of silence before the conversation ends (None: off; API.md section 15)."""
+    voicemail_message: str | None = None
+    """Spoken once to an answering machine on an outbound call (None: hang up at once)."""
+    data_retention_policy: RetentionPolicy = KEEP_EVERYTHING
 
     @property
     def is_disabled(self) -> bool:
@@ -120,6 +165,11 @@ class AgentSpec:
     tools: tuple[str, ...] = ()
     template_variables: Mapping[str, TemplateVariable] = field(default_factory=dict)
     boosted_keywords: tuple[str, ...] = ()
+    no_input_poke_sec: int | None = None
+    no_input_poke_text: str = "Are you still there?"
+    no_input_end_conversation_sec: int | None = None
+    voicemail_message: str | None = None
+    data_retention_policy: RetentionPolicy = KEEP_EVERYTHING
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,6 +186,11 @@ class AgentPatch:
     tools: tuple[str, ...] | Unset = UNSET
     template_variables: Mapping[str, TemplateVariable] | Unset = UNSET
     boosted_keywords: tuple[str, ...] | Unset = UNSET
+    no_input_poke_sec: int | Unset | None = UNSET
+    no_input_poke_text: str | Unset = UNSET
+    no_input_end_conversation_sec: int | Unset | None = UNSET
+    voicemail_message: str | Unset | None = UNSET
+    data_retention_policy: RetentionPolicy | Unset = UNSET
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,11 +243,24 @@ class Conversation:
     call_info: CallInfo | None = None
     """The phone call carrying the conversation (API.md section 13); None off the phone."""
     ended_by: str | None = None
-    """Who or what ended it (API.md section 5): `ENDED_BY`; None while it has not ended."""
+    """Who or what ended it (API.md section 5): an `EndedBy`; None while it has not ended."""
     latencies_ms: tuple[int, ...] = ()
     """Per assistant reply to a user turn: end of the user's speech to its first audio."""
     interruptions_count: int = 0
     """How often the user spoke over the assistant."""
+    call_settings: Mapping[str, Any] = field(default_factory=dict)
+    """An outbound call's `config` overrides of its agent's settings (API.md section 15)."""
+    answered_by: str | None = None
+    """An outbound call's answering-machine verdict, once the carrier gave it."""
+    transfer: Mapping[str, Any] | None = None
+    """A phone transfer under way (services/transfers.py), None when there is none."""
+    recording_key: str | None = None
+    """Where its recording is kept (services/recordings.py); None until it is stored."""
+    audio_url: str | None = None
+    """The recording's signed URL (API.md section 16): set by the service that reads the
+    conversation for a client, never stored."""
+    transcripts_deleted_at: datetime | None = None
+    audio_deleted_at: datetime | None = None
 
     @property
     def duration_ms(self) -> int | None:
@@ -202,15 +270,37 @@ class Conversation:
         return round((self.ended_at - self.started_at).total_seconds() * 1000)
 
 
-ENDED_BY = ("user", "assistant", "api", "timeout", "error", "shutdown")
-"""Who or what may end a conversation (API.md section 5)."""
+class Status(StrEnum):
+    """A conversation's life (API.md section 5): `pending` -> `live` -> `ended`, or
+    `pending` -> `ended`; only services/endings.py ends one."""
+
+    PENDING = "pending"
+    LIVE = "live"
+    ENDED = "ended"
+
+
+class EndedBy(StrEnum):
+    """Who or what ended a conversation (API.md sections 5 and 15)."""
+
+    USER = "user"
+    ASSISTANT = "assistant"
+    API = "api"
+    TIMEOUT = "timeout"
+    ERROR = "error"
+    SHUTDOWN = "shutdown"
+    BUSY = "busy"
+    NO_ANSWER = "no_answer"
+    FAILED = "failed"
+    VOICEMAIL = "voicemail"
+    TRANSFERRED = "transferred"
+    ASSISTANT_SILENCE_LIMIT_REACHED = "assistant_silence_limit_reached"
 
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
-    """How a live conversation went, as its socket saw it: stored when it ends."""
+    """How a live conversation went, as its socket measured it: stored when it ends, whoever
+    ended it."""
 
-    ended_by: str
     latencies_ms: tuple[int, ...] = ()
     interruptions_count: int = 0
 
@@ -222,6 +312,21 @@ class CallInfo:
     from_phone_number: str | None
     to_phone_number: str | None
     twilio_call_sid: str | None
+    direction: str = "inbound"
+    """`inbound` (the caller dialled the agent) or `outbound` (placed by the API)."""
+
+
+@dataclass(frozen=True, slots=True)
+class OutboundCallRequest:
+    """`POST /v1/conversations/outbound_call` (API.md section 15), its types checked."""
+
+    to_phone_number: str
+    agent: str
+    project: str | None
+    from_phone_number: str | None
+    settings: Mapping[str, Any]
+    """The `config` members that change the agent's settings for this call, as given."""
+    dry_run: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -245,6 +350,8 @@ class VoiceAnswer:
 
     conversation_id: str | None = None
     stream_token: str | None = field(default=None, repr=False)
+    hang_up: bool = False
+    """A placed call whose conversation ended, or whose stream started: `<Hangup/>`."""
 
     @property
     def rejected(self) -> bool:
@@ -377,7 +484,8 @@ class Tool:
     name: str
     description: str
     type: str
-    """`custom_webhook` or `custom_websocket`."""
+    """`custom_webhook`, `custom_websocket`, `built_in_transfer_to_phone_number` or
+    `built_in_transfer_to_agent`."""
     execution_mode: str
     """`sync` or `async`."""
     parameters: Any
@@ -391,6 +499,21 @@ class Tool:
     signing_secret: str
     created_at: datetime
     updated_at: datetime
+    phone_number: str | None = None
+    """A phone transfer's target (E.164); None: the model gives it (API.md section 15)."""
+    dtmf: str | None = None
+    """Keys sent once a phone transfer's target answers (an extension)."""
+    dynamic_dtmf: bool | None = None
+    use_agent_phone_number: bool | None = None
+    """Caller ID of a phone transfer: the agent's number, else the caller's."""
+    keep_listening: bool | None = None
+    """A warm phone transfer: the target hears a briefing before the bridge."""
+    post_transfer_message: str | None = None
+    on_transfer_no_answer: str | None = None
+    """`return_to_assistant` or `keep_retrying` (up to 3 dials)."""
+    detect_voicemail: bool | None = None
+    agents_to_transfer_to: tuple[str, ...] | None = None
+    """An agent transfer's choices: agent names of the tool's project."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -430,6 +553,21 @@ class ToolSpec:
     endpoint_timeout_ms: int | None = None
     tool_call_output_timeout_ms: int | None = None
     require_speech_before_tool_call: bool = False
+    phone_number: str | None = None
+    """A phone transfer's target (E.164); None: the model gives it (API.md section 15)."""
+    dtmf: str | None = None
+    """Keys sent once a phone transfer's target answers (an extension)."""
+    dynamic_dtmf: bool | None = None
+    use_agent_phone_number: bool | None = None
+    """Caller ID of a phone transfer: the agent's number, else the caller's."""
+    keep_listening: bool | None = None
+    """A warm phone transfer: the target hears a briefing before the bridge."""
+    post_transfer_message: str | None = None
+    on_transfer_no_answer: str | None = None
+    """`return_to_assistant` or `keep_retrying` (up to 3 dials)."""
+    detect_voicemail: bool | None = None
+    agents_to_transfer_to: tuple[str, ...] | None = None
+    """An agent transfer's choices: agent names of the tool's project."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -448,6 +586,15 @@ class ToolPatch:
     endpoint_timeout_ms: int | Unset | None = UNSET
     tool_call_output_timeout_ms: int | Unset | None = UNSET
     require_speech_before_tool_call: bool | Unset = UNSET
+    phone_number: str | Unset | None = UNSET
+    dtmf: str | Unset | None = UNSET
+    dynamic_dtmf: bool | Unset | None = UNSET
+    use_agent_phone_number: bool | Unset | None = UNSET
+    keep_listening: bool | Unset | None = UNSET
+    post_transfer_message: str | Unset | None = UNSET
+    on_transfer_no_answer: str | Unset | None = UNSET
+    detect_voicemail: bool | Unset | None = UNSET
+    agents_to_transfer_to: tuple[str, ...] | Unset | None = UNSET
 
 
 @dataclass(frozen=True, slots=True)

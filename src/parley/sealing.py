@@ -15,6 +15,9 @@ Where the key comes from (`open_secret_box`), first match wins:
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,8 +59,19 @@ class SecretBox:
         """Use `key`, a Fernet key; raise ValueError (naming no key) if it is not one."""
         try:
             self._fernet = Fernet(key)
+            self._key = base64.urlsafe_b64decode(key)
+            self._derived: dict[str, bytes] = {}
         except (ValueError, TypeError):  # binascii.Error is a ValueError
             raise ValueError("not a Fernet key (32 url-safe base64-encoded bytes)") from None
+
+    def derive(self, purpose: str) -> bytes:
+        """A key of its own for `purpose` (HMAC-SHA256 of the purpose under this key): one
+        secret setting, a fleet-wide key per use (the recordings' signed URLs)."""
+        derived = self._derived.get(purpose)
+        if derived is None:
+            message = b"parley:" + purpose.encode("ascii")
+            derived = self._derived[purpose] = hmac.new(self._key, message, hashlib.sha256).digest()
+        return derived
 
     def seal(self, plain: str) -> str:
         """Return `plain` encrypted and authenticated, as ASCII text."""
@@ -94,13 +108,21 @@ def key_file_path(database_url: str, *, cwd: Path | None = None) -> tuple[Path, 
 
     SQLite: beside the database file. Anything else: the working directory (warned about).
     """
-    here = cwd or Path.cwd()
+    beside = embedded_directory(database_url, cwd=cwd)
+    if beside is not None:
+        return beside / SECRET_FILE_NAME, False
+    return (cwd or Path.cwd()) / SECRET_FILE_NAME, True
+
+
+def embedded_directory(database_url: str, *, cwd: Path | None = None) -> Path | None:
+    """The directory of an SQLite database file (where embedded mode keeps its files: the
+    key, the recordings); None for another database."""
     scheme, _, rest = database_url.partition("://")
-    if scheme.startswith("sqlite"):
-        # "sqlite:///parley.db" is relative, "sqlite:////srv/parley.db" absolute.
-        database = Path(rest.removeprefix("/").partition("?")[0])
-        return (here / database).parent / SECRET_FILE_NAME, False
-    return here / SECRET_FILE_NAME, True
+    if not scheme.startswith("sqlite"):
+        return None
+    # "sqlite:///parley.db" is relative, "sqlite:////srv/parley.db" absolute.
+    database = Path(rest.removeprefix("/").partition("?")[0])
+    return ((cwd or Path.cwd()) / database).parent
 
 
 def load_or_create_key_file(path: Path) -> bytes:

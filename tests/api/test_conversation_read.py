@@ -83,6 +83,7 @@ async def test_conversation_read_long_conversation_read_whole_outside_event_loop
     make_agent: MakeAgent,
     monkeypatch: pytest.MonkeyPatch,
     extra: int,
+    timer_stopped: None,
 ) -> None:
     """Up to `ITEMS_IN_A_SHORT_READ` items, SQLite reads the conversation in the event
     loop's thread (`point_read`); one more and it is read whole by `statement()` (a reading

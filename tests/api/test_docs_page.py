@@ -12,7 +12,7 @@ from fastapi import FastAPI
 
 from parley.api.openapi import WEBSOCKET_DESCRIPTION
 from parley.app import create_app
-from parley.services import live
+from parley.wires.frames import CLIENT_MESSAGE_TYPES
 
 pytestmark = pytest.mark.anyio
 
@@ -64,7 +64,7 @@ async def test_docs_unknown_asset_404_envelope(http: httpx.AsyncClient) -> None:
 async def test_openapi_description_lists_every_websocket_message(http: httpx.AsyncClient) -> None:
     description = (await http.get("/openapi.json")).json()["info"]["description"]
     assert "/v1/sts/ws" in description
-    for message in sorted(live.CLIENT_MESSAGE_TYPES):
+    for message in sorted(CLIENT_MESSAGE_TYPES):
         assert f"`{message}`" in WEBSOCKET_DESCRIPTION, message
         assert f"`{message}`" in description, message
     for message in ["conversation_created", "input_text", "interrupted_response", "warning"]:

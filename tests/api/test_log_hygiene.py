@@ -67,3 +67,25 @@ def test_websocket_protocol_logs_warnings_and_errors_only(
         ("uvicorn.error", logging.WARNING, "a warning about ?jwt=[redacted]"),
         ("uvicorn.error", logging.ERROR, "an error"),
     ]
+
+
+def test_recording_signed_url_signature_redacted_in_access_line() -> None:
+    """A recording's signed URL is a credential for an hour (API.md section 16)."""
+    record = logging.LogRecord(
+        "uvicorn.access",
+        logging.INFO,
+        __file__,
+        1,
+        '%s - "%s %s HTTP/%s" %d',
+        (
+            "127.0.0.1:5",
+            "GET",
+            "/v1/conversations/c1/audio?expires=99&signature=Zm9vYmFy",
+            "1.1",
+            200,
+        ),
+        None,
+    )
+    assert ServerLogHygiene().filter(record)
+    assert "Zm9vYmFy" not in record.getMessage()
+    assert "expires=99&signature=[redacted]" in record.getMessage()

@@ -16,12 +16,12 @@ from tests.api.helpers import assert_error
 from tests.carrier import SimulatedCarrier, Twiml, new_call_sid, parse_twiml
 from tests.types import MakeAgent, MakeTenant, Tenant
 
-from parley.api.twiml import connect_stream
 from parley.app import create_app
 from parley.clock import SystemClock
 from parley.config import Settings
 from parley.db.engine import create_engine
 from parley.errors import InvalidStreamToken
+from parley.outbound.twiml import connect_stream
 from parley.services import Context, telephony
 from parley.services.twilio_signature import sign
 
@@ -258,6 +258,7 @@ async def test_voice_webhook_signed_call_connects_a_pending_conversation(
         "from_phone_number": "+15105550199",
         "to_phone_number": NUMBER,
         "twilio_call_sid": call_sid,
+        "direction": "inbound",
     }
     listed = await _conversations(tenant)
     assert [c["call_info"]["twilio_call_sid"] for c in listed] == [call_sid]
@@ -610,3 +611,165 @@ async def test_redeem_stream_token_of_ended_call_refused(
     assert ended.status_code == 200, ended.text
     with pytest.raises(InvalidStreamToken):
         await telephony.redeem_stream_token(ctx, conversation_id=conversation_id, token=token)
+
+
+# --- one answer per CallSid (the replay guard) ------------------------------------------
+
+
+def _answer(response: httpx.Response) -> Twiml:
+    assert response.status_code == 200, response.text
+    assert response.headers["content-type"].startswith("text/xml"), response.headers
+    return parse_twiml(response.text)
+
+
+async def _stored_call_tokens(database_url: str, org_id: str) -> list[str | None]:
+    engine = create_engine(database_url)
+    try:
+        async with engine.connect() as connection:
+            rows = await connection.execute(
+                text("SELECT token_sealed FROM stream_tokens WHERE org_id = :org"),
+                {"org": org_id},
+            )
+            return [row[0] for row in rows]
+    finally:
+        await engine.dispose()
+
+
+async def test_voice_webhook_replayed_byte_for_byte_gets_the_same_conversation_and_token(
+    tenant: Tenant, client: httpx.AsyncClient, carrier: SimulatedCarrier, agent: dict[str, Any]
+) -> None:
+    captured = carrier.capture(to=NUMBER)
+    first = _answer(await captured.replay(client))
+    assert not first.rejected
+    again = [_answer(await captured.replay(client)) for _ in range(3)]
+    assert again == [first] * 3
+    assert [c["id"] for c in await _conversations(tenant)] == [first.parameters["conversation_id"]]
+
+
+async def test_voice_webhook_20_concurrent_replays_make_exactly_one_conversation(
+    tenant: Tenant, client: httpx.AsyncClient, carrier: SimulatedCarrier, agent: dict[str, Any]
+) -> None:
+    captured = carrier.capture(to=NUMBER)
+    answers = [
+        _answer(response)
+        for response in await asyncio.gather(*(captured.replay(client) for _ in range(20)))
+    ]
+    assert not answers[0].rejected
+    assert answers == [answers[0]] * 20
+    listed = await _conversations(tenant)
+    assert [c["id"] for c in listed] == [answers[0].parameters["conversation_id"]]
+
+
+async def test_voice_webhook_replayed_after_stream_started_rejected_and_token_single_use(
+    ctx: Context,
+    tenant: Tenant,
+    client: httpx.AsyncClient,
+    carrier: SimulatedCarrier,
+    agent: dict[str, Any],
+) -> None:
+    captured = carrier.capture(to=NUMBER)
+    first = _answer(await captured.replay(client))
+    conversation_id, token = first.parameters["conversation_id"], first.parameters["stream_token"]
+    await telephony.redeem_stream_token(ctx, conversation_id=conversation_id, token=token)
+    for _ in range(2):
+        assert _answer(await captured.replay(client)) == Twiml(reject_reason="busy")
+    with pytest.raises(InvalidStreamToken):  # the repeats gave nothing that starts a stream
+        await telephony.redeem_stream_token(ctx, conversation_id=conversation_id, token=token)
+    assert [c["id"] for c in await _conversations(tenant)] == [conversation_id]
+
+
+async def test_voice_webhook_repeat_token_is_the_same_single_use_token(
+    ctx: Context, client: httpx.AsyncClient, carrier: SimulatedCarrier, agent: dict[str, Any]
+) -> None:
+    captured = carrier.capture(to=NUMBER)
+    first = _answer(await captured.replay(client))
+    repeat = _answer(await captured.replay(client))
+    conversation_id = repeat.parameters["conversation_id"]
+    await telephony.redeem_stream_token(
+        ctx, conversation_id=conversation_id, token=repeat.parameters["stream_token"]
+    )
+    with pytest.raises(InvalidStreamToken):
+        await telephony.redeem_stream_token(
+            ctx, conversation_id=conversation_id, token=first.parameters["stream_token"]
+        )
+
+
+async def test_voice_webhook_replayed_after_token_expired_rejected(
+    ctx: Context,
+    clock: ShiftedClock,
+    tenant: Tenant,
+    client: httpx.AsyncClient,
+    carrier: SimulatedCarrier,
+    agent: dict[str, Any],
+) -> None:
+    captured = carrier.capture(to=NUMBER)
+    first = _answer(await captured.replay(client))
+    clock.offset = telephony.STREAM_TOKEN_TTL_SECONDS + 1
+    assert _answer(await captured.replay(client)).rejected  # expired, not yet ended
+    assert await telephony.end_expired_calls(ctx) == 1
+    assert _answer(await captured.replay(client)).rejected
+    listed = await _conversations(tenant)
+    assert [(c["id"], c["status"]) for c in listed] == [
+        (first.parameters["conversation_id"], "ended")
+    ]
+
+
+async def test_voice_webhook_replayed_after_conversation_ended_rejected(
+    tenant: Tenant, client: httpx.AsyncClient, carrier: SimulatedCarrier, agent: dict[str, Any]
+) -> None:
+    captured = carrier.capture(to=NUMBER)
+    conversation_id = _answer(await captured.replay(client)).parameters["conversation_id"]
+    ended = await tenant.client.post(f"/v1/conversations/{conversation_id}/end")
+    assert ended.status_code == 200, ended.text
+    assert _answer(await captured.replay(client)).rejected
+    assert len(await _conversations(tenant)) == 1
+
+
+async def test_voice_webhook_replay_of_a_rejected_call_stays_rejected(
+    tenant: Tenant,
+    client: httpx.AsyncClient,
+    carrier: SimulatedCarrier,
+    make_agent: MakeAgent,
+) -> None:
+    captured = carrier.capture(to=NUMBER)  # no agent has the number yet
+    assert _answer(await captured.replay(client)).rejected
+    await make_agent(tenant, phone_numbers=[NUMBER])
+    assert _answer(await captured.replay(client)).rejected
+    assert await _conversations(tenant) == []
+    assert not (await carrier.call(to=NUMBER)).rejected  # a new call is answered
+
+
+async def test_voice_webhook_same_call_sid_of_another_account_is_another_call(
+    tenant: Tenant,
+    make_tenant: MakeTenant,
+    client: httpx.AsyncClient,
+    carrier: SimulatedCarrier,
+    make_agent: MakeAgent,
+    agent: dict[str, Any],
+) -> None:
+    other = await make_tenant()
+    other_carrier = SimulatedCarrier(http=client, voice_url=VOICE_URL)
+    await _put_account(other, other_carrier)
+    await make_agent(other, phone_numbers=["+14155550177"])
+    call_sid = new_call_sid()
+    mine = await carrier.call(to=NUMBER, call_sid=call_sid)
+    theirs = await other_carrier.call(to="+14155550177", call_sid=call_sid)
+    assert not mine.rejected
+    assert not theirs.rejected
+    assert mine.parameters["conversation_id"] != theirs.parameters["conversation_id"]
+
+
+async def test_stream_token_kept_sealed_until_used_then_erased(
+    ctx: Context,
+    database_url: str,
+    tenant: Tenant,
+    carrier: SimulatedCarrier,
+    agent: dict[str, Any],
+) -> None:
+    conversation_id, token = await _answered(carrier)
+    (sealed,) = await _stored_call_tokens(database_url, tenant.org.id)
+    assert sealed is not None
+    assert token not in sealed
+    assert ctx.secrets.unseal(sealed) == token
+    await telephony.redeem_stream_token(ctx, conversation_id=conversation_id, token=token)
+    assert await _stored_call_tokens(database_url, tenant.org.id) == [None]

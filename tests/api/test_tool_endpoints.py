@@ -41,8 +41,18 @@ def tool(url: str, name: str) -> dict[str, Any]:
         ("https://10.1.2.3:8443/hook", "PARLEY_OUTBOUND_ALLOW_PRIVATE_NETWORKS"),
         ("https://[::1]/hook", "PARLEY_OUTBOUND_ALLOW_PRIVATE_NETWORKS"),
         ("https://169.254.169.254/latest", "PARLEY_OUTBOUND_ALLOW_PRIVATE_NETWORKS"),
+        ("https://localhost/hook", "PARLEY_OUTBOUND_ALLOW_PRIVATE_NETWORKS"),
+        ("https://Tools.LOCALHOST./hook", "PARLEY_OUTBOUND_ALLOW_PRIVATE_NETWORKS"),
     ],
-    ids=["http", "loopback", "private", "ipv6-loopback", "link-local-metadata"],
+    ids=[
+        "http",
+        "loopback",
+        "private",
+        "ipv6-loopback",
+        "link-local-metadata",
+        "localhost",
+        "under-localhost",
+    ],
 )
 async def test_tool_endpoint_url_not_https_or_private_refused_unless_operator_allows(
     tenant: Tenant, settings: Settings, url: str, switch: str

@@ -155,6 +155,16 @@ async def test_get_tool_shows_every_field_of_api_md(tenant: Tenant) -> None:
         "endpoint_timeout_ms": 5000,
         "tool_call_output_timeout_ms": None,
         "require_speech_before_tool_call": False,
+        # A transfer tool's members (API.md section 15), null for a webhook tool.
+        "phone_number": None,
+        "dtmf": None,
+        "dynamic_dtmf": None,
+        "use_agent_phone_number": None,
+        "keep_listening": None,
+        "post_transfer_message": None,
+        "on_transfer_no_answer": None,
+        "detect_voicemail": None,
+        "agents_to_transfer_to": None,
         "created_at": tool["created_at"],
         "updated_at": tool["created_at"],
     }
@@ -499,3 +509,44 @@ async def test_create_webhook_tool_url_path_parameter_fills_placeholder(tenant: 
     created = await create(tenant, body)
 
     assert (await get(tenant, created["id"]))["parameters"] == [city]
+
+
+FRAMING = ["Host", "Content-Length", "Transfer-Encoding", "Connection", "Upgrade", "TE",
+           "Trailer", "Keep-Alive", "Proxy-Connection"]  # fmt: skip
+
+
+@pytest.mark.parametrize("name", [*FRAMING, "transfer-encoding", "HOST", "proxy-CONNECTION"])
+async def test_endpoint_headers_framing_header_refused_at_creation(
+    tenant: Tenant, name: str
+) -> None:
+    body = webhook(endpoint_headers={"X-Api-Key": "k1", name: "x"})
+
+    response = await tenant.client.post("/v1/tools", json=body)
+
+    errors = assert_error(response, 400, "validation_error")["param_errors"]
+    assert set(errors) == {"endpoint_headers"}
+    assert name in errors["endpoint_headers"]
+    assert (await tenant.client.get("/v1/tools")).json()["tools"] == []
+
+
+@pytest.mark.parametrize("name", ["Transfer-Encoding", "connection", "Host"])
+async def test_endpoint_headers_framing_header_refused_at_patch(tenant: Tenant, name: str) -> None:
+    await create(tenant, webhook(endpoint_headers={"X-Api-Key": "k1"}))
+
+    response = await tenant.client.patch(
+        "/v1/tools/weather", json={"endpoint_headers": {"X-Api-Key": "k2", name: "chunked"}}
+    )
+
+    errors = assert_error(response, 400, "validation_error")["param_errors"]
+    assert set(errors) == {"endpoint_headers"}
+    kept = (await tenant.client.get("/v1/tools/weather")).json()["tool"]
+    assert kept["endpoint_headers"] == {"X-Api-Key": "k1"}
+
+
+async def test_endpoint_headers_ordinary_headers_accepted(tenant: Tenant) -> None:
+    headers = {"Authorization": "Bearer t", "User-Agent": "Acme/1", "X-Connection-Id": "7"}
+
+    await create(tenant, webhook(endpoint_headers=headers))
+
+    tool = (await tenant.client.get("/v1/tools/weather")).json()["tool"]
+    assert tool["endpoint_headers"] == headers

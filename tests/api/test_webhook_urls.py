@@ -21,8 +21,21 @@ pytestmark = pytest.mark.anyio
         "https://user:pw@hooks.example.com/in",
         "ftp://hooks.example.com/in",
         "not a url",
+        "https://localhost/hook",
+        "https://hooks.localhost/hook",
     ],
-    ids=["http", "loopback", "private", "ipv6_loopback", "link_local", "userinfo", "ftp", "junk"],
+    ids=[
+        "http",
+        "loopback",
+        "private",
+        "ipv6_loopback",
+        "link_local",
+        "userinfo",
+        "ftp",
+        "junk",
+        "localhost",
+        "under_localhost",
+    ],
 )
 async def test_create_webhook_refused_url_400_naming_url(tenant: Tenant, url: str) -> None:
     response = await tenant.client.post("/v1/webhooks", json={"url": url})

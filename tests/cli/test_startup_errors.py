@@ -19,20 +19,13 @@ import asyncpg
 import pytest
 from sqlalchemy.engine import make_url
 from tests import databases
+from tests.ports import free_port
 
 from parley.cli.environment import VARIABLES
 from parley.cli.variables import setting_variables
 from parley.config import Settings
 
 PASSWORD = "s3cret-pw"
-
-
-def free_port() -> int:
-    """A loopback port nobody listens on (bound, then released)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-    return port
 
 
 def parley(

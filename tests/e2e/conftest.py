@@ -70,10 +70,17 @@ async def app(settings_factory: Any, app_settings: dict[str, Any]) -> AsyncItera
 
 @pytest.fixture
 async def server(app: FastAPI) -> AsyncIterator[Server]:
+    async with serving(app) as served:
+        yield served
+
+
+@contextlib.asynccontextmanager
+async def serving(app: FastAPI, port: int = 0) -> AsyncIterator[Server]:
+    """`app` served by real uvicorn on 127.0.0.1:`port` (0: any free port) until exit."""
     config = uvicorn.Config(
         app,
         host="127.0.0.1",
-        port=0,
+        port=port,
         lifespan="off",
         log_level="info",
         ws="websockets-sansio",

@@ -30,7 +30,9 @@ async def app(settings_factory: Any) -> AsyncIterator[FastAPI]:
 
 
 async def scrape(server: Server) -> str:
-    async with httpx.AsyncClient() as client:
+    # The server shares this test's event loop, where the new conversation's engine starts:
+    # on a machine busy with other test processes that can hold the loop past httpx's 5 s.
+    async with httpx.AsyncClient(timeout=30) as client:
         response = await client.get(f"{server.http}/metrics")
     assert response.status_code == 200
     return response.text

@@ -90,6 +90,43 @@ def test_sdk_tools_create_list_get_update(client: Phonic) -> None:
     assert client.tools.get(created.id).tool.description == "Weather, now."
 
 
+def test_sdk_transfer_tools_create_and_read_back_with_their_members(client: Phonic) -> None:
+    client.tools.create(
+        name="front_desk",
+        description="Put the caller through to the front desk.",
+        type="built_in_transfer_to_phone_number",
+        execution_mode="sync",
+        phone_number="+14155550188",
+        dtmf="12",
+        use_agent_phone_number=True,
+        post_transfer_message="A guest is calling.",
+        on_transfer_no_answer="keep_retrying",
+    )
+    desk = client.tools.get("front_desk").tool
+    assert desk.type == "built_in_transfer_to_phone_number"
+    assert (desk.phone_number, desk.dtmf, desk.keep_listening) == ("+14155550188", "12", True)
+    assert (desk.use_agent_phone_number, desk.detect_voicemail) == (True, False)
+    assert desk.on_transfer_no_answer == "keep_retrying"
+    client.tools.create(
+        name="to_billing",
+        description="Hand the conversation to billing.",
+        type="built_in_transfer_to_agent",
+        execution_mode="sync",
+        agents_to_transfer_to=["billing"],
+    )
+    assert client.tools.get("to_billing").tool.agents_to_transfer_to == ["billing"]
+    with pytest.raises(ApiError) as refused:
+        client.tools.create(
+            name="listening",
+            description="x",
+            type="built_in_transfer_to_phone_number",
+            execution_mode="sync",
+            detect_voicemail=True,
+        )
+    assert refused.value.status_code == 400
+    assert refused.value.body["error"]["code"] == "not_supported"
+
+
 def test_sdk_agents_create_list_get_update_delete(client: Phonic) -> None:
     client.tools.create(
         name="lookup",
@@ -128,6 +165,25 @@ def test_sdk_agents_create_list_get_update_delete(client: Phonic) -> None:
     assert client.agents.delete("support").success is True
     assert client.tools.delete("lookup").success is True
     assert [a.name for a in client.agents.list().agents] == []
+
+
+def test_sdk_agent_silence_fields_round_trip(client: Phonic) -> None:
+    """API.md section 15: the SDK's `no_input_*` agent fields, sent and parsed."""
+    client.agents.create(
+        name="patient",
+        no_input_poke_sec=5,
+        no_input_poke_text="Hello, still with me?",
+        no_input_end_conversation_sec=30,
+    )
+    agent = client.agents.get("patient").agent
+    assert (agent.no_input_poke_sec, agent.no_input_end_conversation_sec) == (5, 30)
+    assert agent.no_input_poke_text == "Hello, still with me?"
+    updated = client.agents.update("patient", no_input_end_conversation_sec=3600).agent
+    assert (updated.no_input_poke_sec, updated.no_input_end_conversation_sec) == (5, 3600)
+    with pytest.raises(ApiError) as refused:
+        client.agents.update("patient", no_input_poke_sec=601)
+    assert refused.value.status_code == 400
+    assert client.agents.delete("patient").success is True
 
 
 def test_sdk_conversations_get(client: Phonic, serve: ServeProcess) -> None:

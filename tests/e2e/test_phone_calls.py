@@ -6,6 +6,7 @@ does. The engine is the default one (faster-whisper tiny.en, Silero VAD, hibari-
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import secrets
 import time
@@ -255,11 +256,13 @@ async def test_call_dtmf_gathered_until_hash_is_a_user_turn(
 
 async def test_call_dtmf_pause_of_2s_ends_entry(line: Line, call: tuple[MediaStream, str]) -> None:
     stream, conversation_id = call
+    pressing = time.monotonic()  # before the first key: the server hears the last one later
     await stream.press("45")
-    pressed = time.monotonic()
     found = await line.until_items(conversation_id, 2, within=10)
     assert found[1] == ("user", "DTMF: 45")
-    assert time.monotonic() - pressed >= 1.8  # the entry waited for the pause
+    # The last key left 0.15 s after the first, and the entry then waits 2 s of the
+    # server's own clock: it cannot be seen sooner than that, however loaded the machine.
+    assert time.monotonic() - pressing >= 2.0  # the entry waited for the pause
 
 
 async def test_call_key_pressed_while_agent_speaks_interrupts_it(
@@ -375,7 +378,14 @@ async def test_media_stream_bad_input_dropped_call_goes_on(
     for _ in range(2000):
         await stream.send(flood)
     await asyncio.sleep(1.5)  # the flood's frames were dropped; the allowance refills
-    await stream.press("7#")
-    found = await line.until_items(conversation_id, 3, within=30)
+    # A loaded server may still be working through the flood, whose meter then drops the
+    # keys too: the call goes on when a key pressed afterwards is heard.
+    for _ in range(10):
+        await stream.press("7#")
+        with contextlib.suppress(AssertionError):
+            found = await line.until_items(conversation_id, 3, within=3)
+            break
+    else:
+        raise AssertionError("no key was heard after the bad input")
     assert found[1] == ("user", "DTMF: 7")
     assert (await line.conversation(conversation_id))["status"] == "live"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import socket
 
 import httpx
 import pytest
@@ -18,6 +17,7 @@ from parley.engine import (
     WhisperRecognizer,
     load_synthesizer,
 )
+from tests.ports import free_port
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
@@ -30,13 +30,6 @@ class SlowRecognizer(PlaceholderRecognizer):
 
     async def warm_up(self) -> None:
         await self.release.wait()
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 async def test_health_not_answered_before_speech_model_loaded(settings: Settings) -> None:

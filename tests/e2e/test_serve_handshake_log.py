@@ -46,6 +46,10 @@ async def test_serve_logs_each_handshake_once_no_credential_no_compression(
         async with connect(f"{serve.ws}/v1/sts/ws?jwt={token}") as ws:
             assert ws.response is not None
             assert ws.response.headers.get("Sec-WebSocket-Extensions") is None
+        for _ in range(200):  # the accepted socket's line is written when its handler returns
+            if '"WS /v1/sts/ws" 101' in serve.output.read_text():
+                break
+            await asyncio.sleep(0.02)
         with pytest.raises(InvalidStatus) as replayed:
             async with connect(f"{serve.ws}/v1/sts/ws?jwt={token}"):
                 pass

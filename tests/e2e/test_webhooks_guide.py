@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 import subprocess
 import sys
 import time
@@ -16,6 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.ports import free_port
 from tests.types import MakeAgent, Tenant
 
 pytestmark = pytest.mark.anyio
@@ -25,13 +25,6 @@ EXAMPLE = Path(__file__).parents[2] / "examples" / "webhooks" / "receiver.py"
 @pytest.fixture
 def app_settings() -> dict[str, Any]:
     return {"outbound_allow_http": True, "outbound_allow_private_networks": True}
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-    return port
 
 
 def started(secret: str, library: str, port: int) -> subprocess.Popen[str]:

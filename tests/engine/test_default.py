@@ -158,12 +158,15 @@ async def test_engine_user_speaks_over_assistant_response_interrupted(
 ) -> None:
     paced = EngineSettings(playback_lead_s=0.05)
     long_text = "First sentence here. " + "Many more words follow in this second one. " * 4
+    # Rendered before the response starts: the first rendering holds the event loop for
+    # about half a second, which would let the whole second sentence play first.
+    speech = spoken_turn(config.input_format, after=0.0)[:40]  # 0.8 s: speech starts
     async with running(tone_synthesizer, config, paced) as (engine, recorder):
         await engine.say(long_text)
         await engine.say("This queued one is dropped.")
         await recorder.wait_for(AudioChunk, count=3)  # into the second sentence
         await anyio.sleep(0.1)
-        for chunk in spoken_turn(config.input_format, after=0.0)[:40]:  # 0.8 s: speech starts
+        for chunk in speech:
             await engine.feed_audio(chunk)
         await recorder.wait_for(InterruptedResponse)
         await anyio.sleep(0.3)
@@ -492,3 +495,56 @@ async def test_engine_reply_failure_warns_finishes_turn_and_goes_on(
     assert recorder.kinds().count(AssistantStartedSpeaking) == 2
     assert "a response failed" in caplog.text
     assert "reply generator crashed" in caplog.text
+
+
+# --- a held welcome (a call placed to someone, API.md section 15) ---------------------------
+
+HELD = "Hello, this is Acme calling about your order."
+
+
+@pytest.mark.anyio
+async def test_engine_hold_welcome_spoken_when_the_first_turn_ends_in_place_of_a_reply(
+    tone_synthesizer: Synthesizer, config: SessionConfig
+) -> None:
+    config = dataclasses.replace(config, welcome_message=HELD, hold_welcome=True)
+    async with running(tone_synthesizer, config) as (engine, recorder):
+        await anyio.sleep(0.3)
+        assert recorder.events == []  # nothing said before the callee speaks
+        for chunk in spoken_turn(config.input_format):
+            await engine.feed_audio(chunk)
+        await recorder.wait_for(InputText)
+        await recorder.wait_for(AssistantFinishedSpeaking)
+        await anyio.sleep(0.3)  # a reply to the turn would have started by now
+    assert " ".join(recorder.sentences()) == HELD
+    assert recorder.kinds().count(AssistantStartedSpeaking) == 1
+
+
+@pytest.mark.anyio
+async def test_engine_hold_welcome_release_speaks_it_once_or_drops_it(
+    tone_synthesizer: Synthesizer, config: SessionConfig
+) -> None:
+    config = dataclasses.replace(config, welcome_message=HELD, hold_welcome=True)
+    async with running(tone_synthesizer, config) as (engine, recorder):
+        await engine.release_welcome()
+        await engine.release_welcome()  # held once: spoken once
+        await recorder.wait_for(AssistantFinishedSpeaking)
+    assert " ".join(recorder.sentences()) == HELD
+    async with running(tone_synthesizer, config) as (engine, recorder):
+        await engine.release_welcome(speak=False)
+        for chunk in spoken_turn(config.input_format):
+            await engine.feed_audio(chunk)
+        await recorder.wait_for(AssistantFinishedSpeaking)
+    assert HELD not in " ".join(recorder.sentences())  # the turn got a reply, not the welcome
+
+
+@pytest.mark.anyio
+async def test_engine_say_then_end_ends_the_conversation_and_nothing_follows(
+    tone_synthesizer: Synthesizer, config: SessionConfig
+) -> None:
+    async with running(tone_synthesizer, config) as (engine, recorder):
+        await engine.say("Please call us back.", then_end=True)
+        await engine.say("This is never said.")
+        await recorder.wait_for(AssistantEndedConversation)
+        await anyio.sleep(0.3)
+    assert recorder.sentences() == ["Please call us back."]
+    assert recorder.kinds()[-2:] == [AssistantFinishedSpeaking, AssistantEndedConversation]

@@ -12,21 +12,15 @@ import os
 import pwd
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
 from pathlib import Path
 
+from tests.ports import free_port
+
 PG_BIN = Path(os.environ.get("PARLEY_TEST_PG_BIN", "/usr/lib/postgresql/15/bin"))
 COMMAND_TIMEOUT_SECONDS = 60
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 class PostgresCluster:

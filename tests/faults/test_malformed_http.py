@@ -20,6 +20,7 @@ from parley.app import create_app
 from tests import databases
 from tests.faults.conftest import fault_settings
 from tests.faults.pg_cluster import free_port
+from tests.faults.raw_http import exchange
 
 pytestmark = pytest.mark.anyio
 
@@ -57,42 +58,22 @@ async def port(
             await asyncio.wait_for(task, 10)
 
 
-async def exchange(port: int, raw: bytes) -> tuple[int, dict[str, str], bytes]:
-    """Send raw bytes, read until the server closes; return status, headers and body."""
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    try:
-        writer.write(raw)
-        await writer.drain()
-        answer = await asyncio.wait_for(reader.read(), 5)
-    finally:
-        writer.close()
-    head, _, body = answer.partition(b"\r\n\r\n")
-    status_line, *lines = head.decode("latin-1").split("\r\n")
-    headers = {}
-    for line in lines:
-        name, _, value = line.partition(":")
-        headers[name.strip().lower()] = value.strip()
-    return int(status_line.split()[1]), headers, body
-
-
 @pytest.mark.parametrize("raw", MALFORMED)
 async def test_malformed_http_400_json_envelope(port: int, raw: bytes) -> None:
-    status, headers, body = await exchange(port, raw)
-    assert status == 400
-    assert headers["content-type"] == "application/json"
-    assert headers["connection"] == "close"
-    assert int(headers["content-length"]) == len(body)
-    assert json.loads(body) == {
+    answer = await exchange(port, raw)
+    assert answer.status == 400
+    assert answer.headers["content-type"] == "application/json"
+    assert answer.headers["connection"] == "close"
+    assert int(answer.headers["content-length"]) == len(answer.body)
+    assert json.loads(answer.body) == {
         "error": {"message": "The HTTP request is malformed.", "code": "invalid_request"}
     }
 
 
 async def test_wellformed_http_still_served(port: int) -> None:
-    status, _, body = await exchange(
-        port, b"GET /health HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n"
-    )
-    assert status == 200, body
-    assert json.loads(body)["status"] == "ok"
+    answer = await exchange(port, b"GET /health HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
+    assert answer.status == 200, answer.body
+    assert json.loads(answer.body)["status"] == "ok"
 
 
 async def test_parley_serve_malformed_http_400_json_envelope(tmp_path: Path) -> None:
@@ -111,14 +92,14 @@ async def test_parley_serve_malformed_http_400_json_envelope(tmp_path: Path) -> 
     try:
         for _ in range(300):  # bounded: 30 s
             with contextlib.suppress(OSError):
-                status, _, _ = await exchange(port, b"GET /health HTTP/1.1\r\nHost: a\r\n"
-                                              b"Connection: close\r\n\r\n")  # fmt: skip
-                if status == 200:
+                health = await exchange(port, b"GET /health HTTP/1.1\r\nHost: a\r\n"
+                                        b"Connection: close\r\n\r\n")  # fmt: skip
+                if health.status == 200:
                     break
             await asyncio.sleep(0.1)
-        status, headers, body = await exchange(port, POST + b"Content-Length: -1\r\n\r\n")
-        assert (status, headers["content-type"]) == (400, "application/json")
-        assert json.loads(body)["error"]["code"] == "invalid_request"
+        answer = await exchange(port, POST + b"Content-Length: -1\r\n\r\n")
+        assert (answer.status, answer.headers["content-type"]) == (400, "application/json")
+        assert answer.code == "invalid_request"
     finally:
         process.terminate()
         await asyncio.wait_for(process.wait(), 15)

@@ -26,10 +26,14 @@ import redis
 from websockets.asyncio.client import connect
 
 from parley.jwt import KeyPair, generate_key_pair, mint_token
+from tests.carrier import CapturedWebhook, MediaStream, SimulatedCarrier, Twiml, parse_twiml
+from tests.carrier_api import CarrierApi
+from tests.carrier_calls import Voicemail
 from tests.databases import postgres_admin_url, postgres_database
 from tests.faults.serve_process import ServeProcess
 from tests.faults.ws_client import configure, receive, until_closed
 from tests.jwks_server import running_jwks_server
+from tests.ports import free_port
 
 pytestmark = [pytest.mark.anyio, pytest.mark.postgres, pytest.mark.redis, pytest.mark.e2e]
 
@@ -45,6 +49,8 @@ class Pair:
     b: ServeProcess
     key: str
     """The first API key of the organization `default`, printed by `a`."""
+    carrier_port: int
+    """PARLEY_TWILIO_API_URL's port: a test that places calls runs the carrier's API there."""
 
 
 def pair_redis_url() -> str:
@@ -81,6 +87,8 @@ def pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pair]:
             "PARLEY_JWT_RATE_BURST": str(RATE_BURST),
             "PARLEY_JWT_RATE_PER_MINUTE": "1",  # no refill while a test runs
         }
+        carrier_port = free_port()
+        shared["PARLEY_TWILIO_API_URL"] = f"http://127.0.0.1:{carrier_port}"
         a = ServeProcess(cwd, PARLEY_INSTANCE_ID="two-instances-a", **shared)
         b = ServeProcess(cwd, PARLEY_INSTANCE_ID="two-instances-b", **shared)
         stack.callback(a.ensure_stopped)
@@ -88,7 +96,7 @@ def pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pair]:
         a.start()
         b.start()
         assert a.first_key is not None, "the first instance printed no API key"
-        yield Pair(a, b, a.first_key)
+        yield Pair(a, b, a.first_key, carrier_port)
 
 
 def api(serve: ServeProcess, credential: str | None = None) -> httpx.AsyncClient:
@@ -271,3 +279,163 @@ async def test_two_instances_100_unknown_kids_cause_at_most_one_jwks_fetch(pair:
         assert_error(answer, 401, "invalid_signature")
     assert known.status_code == 200, known.text
     assert fetched <= 1, f"{fetched} JWKS fetches for 100 unknown kids"
+
+
+# --- phone calls: one answer per CallSid across the fleet (API.md section 13) ------------
+
+VOICE_URL = f"https://{AUDIENCE}/v1/telephony/twilio/voice"
+MEDIA_PATH = "/v1/telephony/twilio/media"
+CALLER = "+15105550199"
+
+
+async def phone_line(pair: Pair) -> tuple[str, CapturedWebhook]:
+    """A fresh carrier account and agent with a number (through `a`); return the agent's name
+    and the signed webhook of one call to it, captured, unsent."""
+    number = "+1415" + "".join(str(secrets.randbelow(10)) for _ in range(7))
+    name = f"phone-{secrets.token_hex(4)}"
+    async with api(pair.a, pair.key) as client:
+        carrier = SimulatedCarrier(http=client, voice_url=VOICE_URL)
+        body = {"account_sid": carrier.account_sid, "auth_token": carrier.auth_token}
+        put = await client.put("/v1/telephony/twilio", json=body)
+        assert put.status_code == 200, put.text
+        made = await client.post(
+            "/v1/agents", json={"name": name, "welcome_message": None, "phone_numbers": [number]}
+        )
+        assert made.status_code == 201, made.text
+    return name, carrier.capture(to=number, from_=CALLER)
+
+
+async def replay_on(
+    serves: tuple[ServeProcess, ...], captured: CapturedWebhook, times: int, *, at_once: bool
+) -> list[Twiml]:
+    """Send the captured webhook `times` times, to the instances in turn."""
+    clients = [api(serve) for serve in serves]
+    try:
+        sends = [captured.replay(clients[n % len(clients)]) for n in range(times)]
+        if at_once:
+            responses = await asyncio.gather(*sends)
+        else:
+            responses = [await send for send in sends]
+    finally:
+        for client in clients:
+            await client.aclose()
+    for response in responses:
+        assert response.status_code == 200, response.text
+    return [parse_twiml(response.text) for response in responses]
+
+
+async def calls_of(pair: Pair, agent: str) -> list[dict[str, Any]]:
+    async with api(pair.b, pair.key) as client:
+        listed = await client.get("/v1/conversations", params={"agent": agent})
+    assert listed.status_code == 200, listed.text
+    found: list[dict[str, Any]] = listed.json()["conversations"]
+    return found
+
+
+async def test_two_instances_phone_webhook_replayed_on_both_makes_one_conversation(
+    pair: Pair,
+) -> None:
+    agent, captured = await phone_line(pair)
+    at_once = await replay_on((pair.a, pair.b), captured, 20, at_once=True)
+    one_by_one = await replay_on((pair.b, pair.a), captured, 6, at_once=False)
+    first = at_once[0]
+    assert not first.rejected, first
+    assert set(first.parameters) == {"conversation_id", "stream_token"}
+    assert [*at_once, *one_by_one] == [first] * 26  # the same conversation and stream token
+    calls = await calls_of(pair, agent)
+    assert [call["id"] for call in calls] == [first.parameters["conversation_id"]]
+    assert calls[0]["status"] == "pending"
+
+
+async def test_two_instances_phone_webhook_replayed_after_stream_started_rejected_on_both(
+    pair: Pair,
+) -> None:
+    agent, captured = await phone_line(pair)
+    (first,) = await replay_on((pair.a,), captured, 1, at_once=False)
+    assert not first.rejected, first
+    conversation_id = first.parameters["conversation_id"]
+    stream = await MediaStream.open(pair.b.ws + MEDIA_PATH, first.parameters)
+    try:
+        deadline = time.monotonic() + 20
+        while (await calls_of(pair, agent))[0]["status"] != "live":
+            assert time.monotonic() < deadline, "the genuine call's stream never started"
+            await asyncio.sleep(0.05)
+        at_once = await replay_on((pair.a, pair.b), captured, 10, at_once=True)
+        one_by_one = await replay_on((pair.b, pair.a), captured, 4, at_once=False)
+        assert [*at_once, *one_by_one] == [Twiml(reject_reason="busy")] * 14
+        # The first answer's token was used: no second stream starts on either instance.
+        for serve in (pair.a, pair.b):
+            again = await MediaStream.open(serve.ws + MEDIA_PATH, first.parameters)
+            try:
+                assert await again.wait_closed(within=10) == (1008, "invalid_stream_token")
+            finally:
+                await again.close()
+        calls = await calls_of(pair, agent)
+        assert [(call["id"], call["status"]) for call in calls] == [(conversation_id, "live")]
+        assert calls[0]["call_info"]["from_phone_number"] == CALLER
+    finally:
+        await stream.close()
+
+
+# --- a call placed on one instance, its callbacks on the other (API.md section 15) ----------
+
+
+class _To(httpx.AsyncBaseTransport):
+    """Sends what is addressed to the public URL to one instance on loopback, as a load
+    balancer that picked it would (the signature stays over the public URL)."""
+
+    def __init__(self, serve: ServeProcess) -> None:
+        self._serve = serve
+        self._inner = httpx.AsyncHTTPTransport()
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        request.url = httpx.URL(self._serve.http + request.url.raw_path.decode("ascii"))
+        return await self._inner.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+async def test_two_instances_call_placed_on_one_callbacks_on_the_other_voicemail_left(
+    pair: Pair,
+) -> None:
+    """Placed through `a`, its media stream on `a`, every carrier callback (the voice URL,
+    the statuses, the machine's verdict) on `b`: the verdict reaches the session on `a`,
+    which leaves the voicemail message and ends the call `voicemail`; `cancel` through `b`
+    of the ended call changes nothing."""
+    callbacks = httpx.AsyncClient(transport=_To(pair.b), timeout=30)
+    media = pair.a.ws + "/v1/telephony/twilio/media"
+    async with CarrierApi(
+        http=callbacks, port=pair.carrier_port, stream_route=lambda _url: media
+    ) as carrier:
+        number = "+1628" + "".join(str(secrets.randbelow(10)) for _ in range(7))
+        name = f"caller-{secrets.token_hex(4)}"
+        async with api(pair.a, pair.key) as client:
+            account = {"account_sid": carrier.account_sid, "auth_token": carrier.auth_token}
+            assert (await client.put("/v1/telephony/twilio", json=account)).status_code == 200
+            made = await client.post(
+                "/v1/agents",
+                json={"name": name, "welcome_message": "Hello from the hotel.",
+                      "phone_numbers": [number], "voicemail_message": "Please call us back."},
+            )  # fmt: skip
+            assert made.status_code == 201, made.text
+            carrier.script(Voicemail())
+            body = {"to_phone_number": "+14155550123", "config": {"agent": name}}
+            placed = await client.post("/v1/conversations/outbound_call", json=body)
+            assert placed.status_code == 200, placed.text
+        conversation_id = placed.json()["conversation_id"]
+        call = await carrier.wait_call()
+        await call.wait_finished(60)
+        assert [c.field("AnsweredBy") for c in call.sent("AsyncAmdStatusCallback")] == [
+            "machine_end_beep"
+        ]
+        assert all(c.status in (200, 204) for c in call.callbacks), call.callbacks
+        found = (await read_with(pair.b, pair.key, conversation_id)).json()["conversation"]
+        assert (found["status"], found["ended_by"]) == ("ended", "voicemail")
+        said = [item["text"] for item in found["items"] if item["role"] == "assistant"]
+        assert said[-1] == "Please call us back."
+        async with api(pair.b, pair.key) as client:
+            again = await client.post(f"/v1/conversations/{conversation_id}/cancel")
+        assert again.status_code == 200
+        after = (await read_with(pair.a, pair.key, conversation_id)).json()["conversation"]
+        assert after["ended_by"] == "voicemail"

@@ -22,7 +22,13 @@ from tests.faults.serve_process import ServeProcess
 from tests.integration.test_two_instances import flush_redis, pair_redis_url
 from tests.webhook_receiver import Reply, running_receiver
 
-pytestmark = [pytest.mark.anyio, pytest.mark.postgres, pytest.mark.redis, pytest.mark.e2e]
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.postgres,
+    pytest.mark.redis,
+    pytest.mark.e2e,
+    pytest.mark.xdist_group("redis-db-12"),  # each test empties logical database 12
+]
 
 EVENTS = 200
 FAILING = 100

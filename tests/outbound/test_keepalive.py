@@ -92,3 +92,28 @@ async def test_keepalive_other_host_name_same_address_gets_own_connection(
     assert set(by_host) == {f"alpha.test:{port}", f"beta.test:{port}"}
     assert all(len(ports) == 1 for ports in by_host.values()), by_host  # each kept alive
     assert by_host[f"alpha.test:{port}"].isdisjoint(by_host[f"beta.test:{port}"])
+
+
+async def test_keepalive_other_policy_same_address_gets_own_connection(
+    server: _Recording,
+) -> None:
+    port = server.server_address[1]
+    jwks = AddressPolicy(
+        allow_http=True,
+        allow_private_networks=True,
+        subject="The JWKS URL",
+        switches="PARLEY_JWKS_ALLOW",
+    )
+    client = OutboundClient()
+    try:
+        for policy in (LOCAL, jwks, LOCAL, jwks):
+            await client.request(
+                "POST", f"http://127.0.0.1:{port}/a", policy=policy, timeout_s=3, max_bytes=1024
+            )
+    finally:
+        await client.aclose()
+
+    ports = [client_port for client_port, _ in server.seen]
+    assert ports[0] == ports[2]  # each policy's connection kept alive
+    assert ports[1] == ports[3]
+    assert ports[0] != ports[1]

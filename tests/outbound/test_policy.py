@@ -93,3 +93,21 @@ def test_literal_address_reads_legacy_forms(host: str, address: str | None) -> N
 )  # fmt: skip
 def test_is_public_address_internal_refused(address: str) -> None:
     assert not is_public_address(address)
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["https://localhost/hook", "https://LOCALHOST:8443/hook", "https://localhost./hook",
+     "https://api.localhost/hook", "https://a.b.Localhost/hook"],
+)  # fmt: skip
+def test_static_refusal_localhost_names_refused_as_loopback(url: str) -> None:
+    assert STRICT.static_refusal(url) == STRICT.private_refusal
+    assert RELAXED.static_refusal(url) is None
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["https://localhost.example.com/hook", "https://mylocalhost/hook", "https://notlocalhost.io/"],
+)
+def test_static_refusal_names_merely_containing_localhost_accepted(url: str) -> None:
+    assert STRICT.static_refusal(url) is None

@@ -278,8 +278,10 @@ SQLITE_ONLY = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 @SQLITE_ONLY
 @pytest.mark.parametrize("by", ["name", "id"])
 async def test_unchanged_disable_on_sqlite_is_one_hop_without_orm_session(
-    ctx: Context, by: str, monkeypatch: pytest.MonkeyPatch
+    ctx: Context, by: str, monkeypatch: pytest.MonkeyPatch, timer_stopped: None
 ) -> None:
+    """The instance's timer is stopped first: its lease renewal is a transaction of its own
+    that could land among the hops counted."""
     org_id = (await make_org(ctx)).org.id
     agent = await make_agent(ctx, org_id)
     ref = agent.name if by == "name" else agent.id

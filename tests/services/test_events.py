@@ -27,7 +27,7 @@ from parley.records import (
     TemplateVariable,
     ToolCall,
 )
-from parley.services import Context, agents, conversations, instances
+from parley.services import Context, agents, conversations, endings, instances
 from parley.services.context import Instance
 from parley.services.event_payloads import agent_json, conversation_json
 from parley.services.webhook_delivery import claim
@@ -123,11 +123,10 @@ async def test_conversation_started_and_ended_events(ctx: Context) -> None:
     await conversations.add_item(
         ctx, org_id=org.id, conversation_id=live.id, role="user", text="Hello"
     )
-    await conversations.finish_live(
-        ctx, org_id=org.id, conversation_id=live.id, outcome=Outcome("user")
-    )
-    await conversations.finish_live(
-        ctx, org_id=org.id, conversation_id=live.id, outcome=Outcome("user")
+    socket_end: dict[str, Any] = {"ending": endings.CLIENT_CLOSED, "measured": Outcome()}
+    await endings.end_conversation(ctx, org_id=org.id, conversation_id=live.id, **socket_end)
+    await endings.end_conversation(
+        ctx, org_id=org.id, conversation_id=live.id, **socket_end
     )  # no 2nd event
     await conversations.end_conversation(
         ctx, org_id=org.id, conversation_id=live.id, actor=OPERATOR

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from parley import engine
+from parley.services import endings
 from parley.services.live.analysis import TurnAnalysis
-from parley.services.live.session import ended_by_for
 
 
 class StepClock:
@@ -80,16 +80,20 @@ def test_analysis_counts_each_interrupted_response() -> None:
 
 
 @pytest.mark.parametrize(
-    ("code", "reason", "ended_by"),
+    ("ending", "code", "reason", "ended_by"),
     [
-        (1000, "", "user"),
-        (1000, "conversation ended", "api"),
-        (1008, "token expired", "timeout"),
-        (1008, "session token revoked", "api"),
-        (1001, "", "shutdown"),
-        (1009, "message too big", "error"),
-        (1011, "internal error", "error"),
+        (endings.CLIENT_CLOSED, 1000, "", "user"),
+        (endings.USER_HANGUP, 1000, "", "user"),
+        (endings.ENDED_ELSEWHERE, 1000, "conversation ended", "api"),
+        (endings.ASSISTANT, 1000, "conversation ended", "assistant"),
+        (endings.TOKEN_EXPIRED, 1008, "token expired", "timeout"),
+        (endings.TOKEN_REVOKED, 1008, "session token revoked", "api"),
+        (endings.SHUTDOWN, 1001, "", "shutdown"),
+        (endings.MESSAGE_TOO_BIG, 1009, "message too big", "error"),
+        (endings.INTERNAL_ERROR, 1011, "internal error", "error"),
     ],
 )
-def test_ended_by_follows_from_close_code_and_reason(code: int, reason: str, ended_by: str) -> None:
-    assert ended_by_for(code, reason) == ended_by
+def test_each_socket_ending_names_its_close_code_reason_and_ended_by(
+    ending: endings.Ending, code: int, reason: str, ended_by: str
+) -> None:
+    assert (ending.close_code, ending.reason, ending.ended_by) == (code, reason, ended_by)

@@ -1,5 +1,6 @@
-"""A call's media stream opening its conversation (services/live/call.py): the stream token
-is the handshake, and a call that cannot go live is not left `pending` with its token used."""
+"""A call's media stream opening its conversation (services/live/call.py): the stream token,
+redeemed by services/authn.py, is the handshake, and a call that cannot go live is not left
+`pending` with its token used."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ import pytest
 
 from parley.errors import InvalidStreamToken, Unavailable
 from parley.records import OPERATOR, AgentSpec
-from parley.services import Context, agents, conversations, telephony
+from parley.services import Context, agents, authn, conversations, telephony
+from parley.services.live import Handshake
 from parley.services.live.call import open_call
 from parley.services.twilio_signature import sign
 from tests.carrier import new_account_sid, new_auth_token, new_call_sid
@@ -50,12 +52,21 @@ async def pending_call(ctx: Context) -> tuple[str, str, str]:
     )
     params = [("AccountSid", sid), ("CallSid", new_call_sid()), ("From", "+15005550006")]
     params.append(("To", number))
-    answer = await telephony.answer_call(
-        ctx, query="", params=params, signature=sign(token, telephony.voice_url(ctx), params)
-    )
+    signature = sign(token, telephony.voice_url(ctx), params)
+    carrier = await authn.authenticate_carrier(ctx, query="", params=params, signature=signature)
+    assert carrier.org_id == org.org.id
+    answer = await telephony.answer_call(ctx, org_id=carrier.org_id, params=params)
     assert answer.conversation_id is not None
     assert answer.stream_token is not None
     return org.org.id, answer.conversation_id, answer.stream_token
+
+
+async def open_stream(ctx: Context, conversation_id: str, token: str) -> Handshake:
+    """What the media socket does with a stream's `start`: authenticate, then open."""
+    stream = await authn.authenticate_stream(
+        ctx, conversation_id=conversation_id, stream_token=token
+    )
+    return await open_call(ctx, stream)
 
 
 async def status(ctx: Context, org_id: str, conversation_id: str) -> tuple[str, str | None]:
@@ -67,7 +78,7 @@ async def status(ctx: Context, org_id: str, conversation_id: str) -> tuple[str, 
 
 async def test_open_call_token_names_org_and_conversation(ctx: Context) -> None:
     org_id, conversation_id, token = await pending_call(ctx)
-    handshake = await open_call(ctx, conversation_id=conversation_id, stream_token=token)
+    handshake = await open_stream(ctx, conversation_id, token)
     assert handshake.principal.org_id == org_id
     assert handshake.conversation_id == conversation_id
     assert handshake.create_if_missing is False
@@ -77,14 +88,14 @@ async def test_open_call_token_names_org_and_conversation(ctx: Context) -> None:
 
 async def test_open_call_token_used_once(ctx: Context) -> None:
     _, conversation_id, token = await pending_call(ctx)
-    await open_call(ctx, conversation_id=conversation_id, stream_token=token)
+    await open_stream(ctx, conversation_id, token)
     with pytest.raises(InvalidStreamToken):
-        await open_call(ctx, conversation_id=conversation_id, stream_token=token)
+        await open_stream(ctx, conversation_id, token)
 
 
 async def test_open_call_store_down_fails_closed_and_ends_call(ctx: Context) -> None:
     org_id, conversation_id, token = await pending_call(ctx)
     down = dataclasses.replace(ctx, revocations=DownRevocations())
     with pytest.raises(Unavailable):
-        await open_call(down, conversation_id=conversation_id, stream_token=token)
+        await open_stream(down, conversation_id, token)
     assert await status(ctx, org_id, conversation_id) == ("ended", "error")  # not left pending

@@ -27,8 +27,9 @@ from parley.engine import EngineClosed, EngineEvent, SessionConfig, ToolDefiniti
 from parley.errors import ValidationFailed
 from parley.records import OPERATOR
 from parley.services import Context, agents, conversations, session_tokens
-from parley.services.live import Handshake, LiveSession, ParleyCodec, codec, open_handshake
+from parley.services.live import Handshake, LiveSession, codec, open_handshake
 from parley.services.orgs import NewOrganization
+from parley.wires.parley_codec import ParleyCodec
 from tests.factories import make_agent, make_org
 
 pytestmark = pytest.mark.anyio
@@ -624,14 +625,17 @@ async def test_session_websocket_tool_on_wire_without_client_gets_error_output(
 # --- the seam itself -------------------------------------------------------------------------
 
 
-def test_session_relay_and_tools_never_import_frames() -> None:
-    """Convention 21: the session speaks events; only the codec sees frames."""
+def test_session_package_never_imports_a_wire() -> None:
+    """Convention 21: the session speaks events; only a codec (parley.wires) sees frames."""
     package = Path(__file__).parents[2] / "src/parley/services/live"
-    for name in ("session.py", "relay.py", "tools.py"):
+    names = sorted(path.name for path in package.glob("*.py"))
+    assert {"session.py", "relay.py", "tools.py", "codec.py"} <= set(names)
+    for name in names:
         imported: set[str] = set()
         for node in ast.walk(ast.parse((package / name).read_text())):
-            if isinstance(node, ast.ImportFrom):
-                imported |= {f"{node.module}.{alias.name}" for alias in node.names}
+            if isinstance(node, ast.ImportFrom) and node.module is not None:
+                imported |= {node.module, *(f"{node.module}.{a.name}" for a in node.names)}
             elif isinstance(node, ast.Import):
                 imported |= {alias.name for alias in node.names}
-        assert not [module for module in imported if module.split(".")[-1] == "frames"], name
+        wired = [m for m in imported if m.startswith("parley.wires") or m.endswith(".frames")]
+        assert wired == [], name

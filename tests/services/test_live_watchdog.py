@@ -50,7 +50,7 @@ async def test_watchdog_short_store_outage_ridden_out_then_revocation_closes(ctx
     verdict = await watchdog.watch(
         dataclasses.replace(ctx, revocations=store), handshake(), lambda: "conv-1"
     )
-    assert verdict == (1008, "session token revoked")
+    assert (verdict.close_code, verdict.reason) == (1008, "session token revoked")
 
 
 async def test_watchdog_store_outage_longer_than_bound_closes_1011(ctx: Context) -> None:
@@ -58,7 +58,7 @@ async def test_watchdog_store_outage_longer_than_bound_closes_1011(ctx: Context)
     verdict = await watchdog.watch(
         dataclasses.replace(ctx, revocations=store), handshake(), lambda: "conv-1"
     )
-    assert verdict == (1011, "revocation store unavailable")
+    assert (verdict.close_code, verdict.reason) == (1011, "revocation store unavailable")
     assert store.checks >= 10
 
 

@@ -310,3 +310,68 @@ async def test_read_model_failed_ahead_check_retried_by_next_read(
 
 async def _get(here: Context, tenant: Tenant, agent: Agent) -> Agent:
     return await agents.get_agent(here, org_id=tenant.org.id, ref=agent.name, project=None)
+
+
+async def test_read_model_concurrent_misses_share_one_load(ctx: Context, tenant: Tenant) -> None:
+    """Rule 6: the reads that miss one entry together await one load (after a burst of
+    changes, every read in flight misses at once), and get its value."""
+    here = dataclasses.replace(ctx, read_model=ReadModel())
+    agent = await make_agent(ctx, tenant.org.id)
+    loads = 0
+    started, gate = asyncio.Event(), asyncio.Event()
+
+    async def load() -> Agent:
+        nonlocal loads
+        loads += 1
+        started.set()
+        await gate.wait()  # every read below arrives while this load runs
+        return await agents.get_agent(ctx, org_id=tenant.org.id, ref=agent.id, project=None)
+
+    reads = [
+        asyncio.ensure_future(here.read_model.get(ctx.db, tenant.org.id, "agent", load))
+        for _ in range(20)
+    ]
+    await started.wait()  # the first load runs: every read has found the entry missing
+    gate.set()
+    got = await asyncio.gather(*reads)
+
+    assert loads == 1
+    assert {a.id for a in got} == {agent.id}
+    await here.read_model.aclose()
+
+
+async def test_read_model_shared_load_error_reaches_each_read_and_is_not_kept(
+    ctx: Context, tenant: Tenant
+) -> None:
+    """A shared load that fails fails every read waiting for it (rule 5: nothing kept), and
+    the next read loads afresh."""
+    here = dataclasses.replace(ctx, read_model=ReadModel())
+    agent = await make_agent(ctx, tenant.org.id)
+    started, gate = asyncio.Event(), asyncio.Event()
+    loads = 0
+
+    async def failing() -> Agent:
+        nonlocal loads
+        loads += 1
+        started.set()
+        await gate.wait()
+        raise Unavailable()
+
+    reads = [
+        asyncio.ensure_future(here.read_model.get(ctx.db, tenant.org.id, "agent", failing))
+        for _ in range(5)
+    ]
+    await started.wait()  # the first load runs: every read has found the entry missing
+    gate.set()
+    outcomes = await asyncio.gather(*reads, return_exceptions=True)
+    assert [type(o) for o in outcomes] == [Unavailable] * 5
+    assert loads == 1
+
+    fresh = await here.read_model.get(
+        ctx.db,
+        tenant.org.id,
+        "agent",
+        lambda: agents.get_agent(ctx, org_id=tenant.org.id, ref=agent.id, project=None),
+    )
+    assert fresh.id == agent.id
+    await here.read_model.aclose()

@@ -14,7 +14,7 @@ from parley.composition.context import open_context
 from parley.composition.options import RuntimeOptions
 from parley.errors import Unavailable
 from parley.records import Actor
-from parley.services import Context, conversations, revocations, session_tokens
+from parley.services import Context, conversations, endings, revocations, session_tokens
 from parley.stores.memory import MemoryRevocations
 from tests.databases import TEST_SECRET_KEY
 from tests.factories import make_agent, make_org
@@ -95,7 +95,7 @@ async def test_revocation_conversation_end_during_store_outage_committed_and_pub
     assert found.status == "ended"
     store.down = False
     assert await revocations.publish_pending(outage) >= 1
-    assert await store.is_revoked(conversations.ended_marker(org_id, created.id))
+    assert await store.is_revoked(endings.ended_marker(org_id, created.id))
 
 
 async def test_revocation_published_at_once_when_store_is_up(ctx: Context, tenant: Tenant) -> None:

@@ -5,6 +5,7 @@ and `svix` libraries; on SQLite and PostgreSQL."""
 from __future__ import annotations
 
 import asyncio
+import gzip
 import json
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -278,10 +279,15 @@ async def test_send_redirect_is_a_failure_not_followed(
 
 @pytest.mark.parametrize(
     "reply",
-    [Reply.huge(), Reply.huge(declare_length=False)],
-    ids=["declared_10mb", "streamed_10mb"],
+    [
+        Reply.huge(),
+        Reply.huge(declare_length=False),
+        Reply(body=gzip.compress(b'{"ok": true}'), headers={"Content-Encoding": "gzip"}),
+        Reply(body=b"\x1f\x8b not even gzip", headers={"Content-Encoding": "br"}),
+    ],
+    ids=["declared_10mb", "streamed_10mb", "gzip", "compressed_garbage"],
 )
-async def test_send_10mb_answer_is_bounded(
+async def test_send_2xx_is_success_whatever_its_body_bounded(
     ctx: Context, receiver: WebhookReceiver, reply: Reply
 ) -> None:
     org = (await make_org(ctx)).org
@@ -291,10 +297,48 @@ async def test_send_10mb_answer_is_bounded(
     (due,) = await claim(ctx, limit=10)
     started = time.monotonic()
     attempt = await send(ctx, due)
-    assert not attempt.succeeded
-    assert attempt.error
+    assert attempt.succeeded
+    assert (attempt.status_code, attempt.error) == (200, None)
     assert time.monotonic() - started < 5
     assert receiver.bytes_sent < 10 * 1024 * 1024
+    assert len(receiver.requests) == 1
+
+
+async def test_send_non_2xx_with_10mb_body_still_fails_bounded(
+    ctx: Context, receiver: WebhookReceiver
+) -> None:
+    org = (await make_org(ctx)).org
+    await make_webhook(ctx, org.id, receiver.url(), ["agent.created"])
+    receiver.script(replace(Reply.huge(declare_length=False), status=500))
+    await one_event(ctx, org.id)
+    (due,) = await claim(ctx, limit=10)
+    attempt = await send(ctx, due)
+    assert attempt.status_code == 500
+    assert not attempt.succeeded
+    assert receiver.bytes_sent < 10 * 1024 * 1024
+
+
+async def test_worker_2xx_with_large_body_delivered_once_not_resent(
+    ctx: Context, receiver: WebhookReceiver
+) -> None:
+    org = (await make_org(ctx)).org
+    issued = await make_webhook(ctx, org.id, receiver.url(), ["agent.created"])
+    receiver.script(Reply(body=b"x" * (200 * 1024)))
+    await one_event(ctx, org.id, n=3)
+
+    async def all_delivered() -> bool:
+        page = await webhooks.list_deliveries(
+            ctx, org_id=org.id, webhook_id=issued.webhook.id, cursor=None, limit=10
+        )
+        return len(page.items) == 3 and all(d.status == "delivered" for d in page.items)
+
+    async with delivery_worker(ctx, WorkerOptions(retry_schedule=(1,), poll_interval_s=0.05)):
+        await eventually(all_delivered)
+    page = await webhooks.list_deliveries(
+        ctx, org_id=org.id, webhook_id=issued.webhook.id, cursor=None, limit=10
+    )
+    assert [d.attempts for d in page.items] == [1, 1, 1]
+    assert len(receiver.requests) == 3
 
 
 async def test_send_never_answering_receiver_is_bounded(

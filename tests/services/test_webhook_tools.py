@@ -299,3 +299,72 @@ async def test_call_webhook_tool_unusable_secret_is_error_output(
     outcome = await call(with_outbound(base_ctx), tool)
     assert outcome.output == {"error": "The tool cannot be called: its signing secret is unusable."}
     assert receiver.requests == []
+
+
+def profile_tool(url: str) -> Tool:
+    return make_tool(
+        url,
+        parameters={
+            "type": "object",
+            "properties": {"id": {"type": "string"}},
+            "required": ["id"],
+        },
+        parameter_locations={"id": "url_path"},
+    )
+
+
+@pytest.mark.parametrize("value", [".", ".."])
+async def test_url_path_dot_segment_value_is_error_output_nothing_sent(
+    base_ctx: Context, receiver: WebhookReceiver, value: str
+) -> None:
+    tool = profile_tool(receiver.url("/api/users/{id}/profile"))
+    outcome = await call(with_outbound(base_ctx), tool, id=value)
+    assert outcome.error_message is not None
+    assert "dot segment" in outcome.error_message
+    assert outcome.output == {"error": outcome.error_message}
+    assert outcome.response_status_code is None
+    assert receiver.requests == []
+
+
+@pytest.mark.parametrize(
+    ("value", "path"),
+    [("...", "/api/users/.../profile"), ("../admin", "/api/users/..%2Fadmin/profile"),
+     ("%2e%2e", "/api/users/%252e%252e/profile"), (".hidden", "/api/users/.hidden/profile")],
+)  # fmt: skip
+async def test_url_path_value_percent_encoded_as_one_segment(
+    base_ctx: Context, receiver: WebhookReceiver, value: str, path: str
+) -> None:
+    tool = profile_tool(receiver.url("/api/users/{id}/profile"))
+    outcome = await call(with_outbound(base_ctx), tool, id=value)
+    assert outcome.error_message is None
+    (request,) = receiver.requests
+    assert request.path == path
+
+
+async def test_webhook_tool_call_user_agent_is_parley_tools(
+    base_ctx: Context, receiver: WebhookReceiver
+) -> None:
+    await call(with_outbound(base_ctx), make_tool(receiver.url()))
+    own = make_tool(receiver.url(), endpoint_headers={"User-Agent": "Acme-Agent/2"})
+    await call(with_outbound(base_ctx), own)
+    first, second = receiver.requests
+    assert first.headers["user-agent"] == "Parley-Tools"
+    assert second.headers["user-agent"] == "Acme-Agent/2"  # the tool's own header wins
+
+
+async def test_webhook_tool_call_stored_framing_headers_never_sent(
+    base_ctx: Context, receiver: WebhookReceiver
+) -> None:
+    """A tool stored before framing headers were refused still cannot frame the request."""
+    framing = {"Transfer-Encoding": "chunked", "Connection": "close", "TE": "trailers",
+               "Upgrade": "h2c", "Keep-Alive": "timeout=1", "Proxy-Connection": "close",
+               "Trailer": "X-After", "Content-Length": "1"}  # fmt: skip
+    tool = make_tool(receiver.url(), endpoint_headers={**framing, "X-Api-Key": "k1"})
+    outcome = await call(with_outbound(base_ctx), tool, city="Paris")
+    assert outcome.error_message is None
+    (request,) = receiver.requests
+    assert request.json() == {"city": "Paris", "conversation_id": CONVERSATION_ID}
+    assert request.headers["x-api-key"] == "k1"
+    for name in ("transfer-encoding", "te", "upgrade", "keep-alive", "proxy-connection", "trailer"):
+        assert name not in request.headers
+    assert request.headers.get("connection", "keep-alive") == "keep-alive"

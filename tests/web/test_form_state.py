@@ -45,7 +45,16 @@ async def test_create_agent_invalid_name_form_kept_error_beside_name(
     assert response.status_code == 400
     kept = form_values(response.text, "create-agent")
     assert {name: kept[name] for name in typed} == typed
-    assert set(kept) - set(typed) == {"variable_name", "variable_default"}  # blank rows
+    untyped = {name: kept[name] for name in set(kept) - set(typed)}
+    assert set(untyped) == {  # a blank template variable row, silence, voicemail
+        "variable_name",
+        "variable_default",
+        "no_input_poke_sec",
+        "no_input_poke_text",
+        "no_input_end_conversation_sec",
+        "voicemail_message",
+    }
+    assert untyped["no_input_poke_sec"] == untyped["no_input_end_conversation_sec"] == ""
     assert "a-z" in text_of(response.text, "create-agent-name-error")
     assert "validation_error" in text_of(response.text, "create-agent-error")
     assert "<h1>Agents</h1>" in response.text  # the page itself, not an error page

@@ -7,7 +7,7 @@ import pytest
 from fastapi import FastAPI
 
 from parley.records import Outcome, ToolCall
-from parley.services import conversations
+from parley.services import conversations, endings
 from tests.types import MakeAgent, Tenant
 from tests.web.helpers import Browser, text_of
 
@@ -95,9 +95,9 @@ async def test_transcript_shows_outcome_ended_by_duration_latencies_interruption
         ctx, org_id=tenant.org.id, conversation_id="outcome-1", create_if_missing=True,
         agent=agent["id"], project=None, end_user=None,
     )  # fmt: skip
-    await conversations.finish_live(
-        ctx, org_id=tenant.org.id, conversation_id="outcome-1",
-        outcome=Outcome("assistant", latencies_ms=(312, 405), interruptions_count=2),
+    await endings.end_conversation(
+        ctx, org_id=tenant.org.id, conversation_id="outcome-1", ending=endings.ASSISTANT,
+        measured=Outcome(latencies_ms=(312, 405), interruptions_count=2),
     )  # fmt: skip
     await browser.sign_in(tenant.api_key)
 
@@ -108,3 +108,45 @@ async def test_transcript_shows_outcome_ended_by_duration_latencies_interruption
     assert text_of(page.text, "duration").endswith(" s")
     assert text_of(page.text, "latencies") == "312 ms, 405 ms"
     assert text_of(page.text, "interruptions") == "2"
+
+
+async def test_transcript_shows_a_transfer_and_how_it_ended(
+    app: FastAPI, tenant: Tenant, browser: Browser, make_agent: MakeAgent
+) -> None:
+    from parley.clock import utcnow
+    from parley.db.repos import conversations as conversation_repo
+
+    ctx = app.state.context
+    agent = await make_agent(tenant)
+    conversation = await conversations.create_conversation(
+        ctx, org_id=tenant.org.id, agent=agent["id"], project=None, conversation_id="desk-1"
+    )
+    handed = ToolCall(
+        id="call_t", tool_id="tool_desk", tool_name="front_desk", parameters={},
+        output={"status": "transferring", "phone_number": "+14155550188"}, duration_ms=3,
+    )  # fmt: skip
+    await conversations.add_item(
+        ctx, org_id=tenant.org.id, conversation_id=conversation.id, role="assistant",
+        text="Putting you through now.", tool_calls=(handed,),
+    )  # fmt: skip
+    async with ctx.db.transaction() as session:
+        state = await conversation_repo.find(session, tenant.org.id, "desk-1", for_update=True)
+        assert state is not None
+        transfer = {"state": "dialing", "attempt": 1, "phone_number": "+14155550188", "warm": True}
+        await conversation_repo.set_transfer(session, state, transfer, at=utcnow(ctx.clock))
+    await browser.sign_in(tenant.api_key)
+    path = f"/dashboard/conversations/{conversation.id}"
+
+    dialing = await browser.http.get(path)
+    assert (
+        text_of(dialing.text, "transfer")
+        == "putting the call through to +14155550188 (dial 1) warm"
+    )
+    assert text_of(dialing.text, "handoff-call_t") == "Handed on: to +14155550188"
+    await endings.end_conversation(
+        ctx, org_id=tenant.org.id, conversation_id="desk-1", ending=endings.TRANSFERRED
+    )
+    ended = await browser.http.get(path)
+
+    assert text_of(ended.text, "ended-by") == "transferred"
+    assert text_of(ended.text, "transfer") == "transferred to +14155550188 warm"

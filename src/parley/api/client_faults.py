@@ -5,16 +5,25 @@ server's: it is worth one line (the operator sees that it happens) but never a t
 an ERROR, and never one line per occurrence, or any client could flood the log. The first
 occurrence of a kind is logged at once; later ones within `INTERVAL_SECONDS` are counted,
 and the next line logged says how many were left out.
+
+A request the application never answered is counted and logged (api/metrics.py,
+api/middleware.py) with what its client got: the refusal the HTTP protocol sent itself (400
+for a malformed chunked body, 408 for a late one), 499 if the client left first (nginx's
+"client closed request": nothing was sent), and 500 only otherwise.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
-from typing import Final
+from collections.abc import Callable, Mapping
+from typing import Any, Final
 
 INTERVAL_SECONDS: Final = 10.0
+UNANSWERED_STATUS: Final = "parley.unanswered_status"
+"""The scope key where the HTTP protocol notes what a request's client got instead of an
+answer from the application (api/http_protocol.py)."""
+CLIENT_CLOSED_REQUEST: Final = 499
 
 log = logging.getLogger("parley.clients")
 
@@ -53,6 +62,13 @@ class ClientFaultLog:
             )
         else:
             self._logger.warning("client fault: %s", kind)
+
+
+def unanswered_status(scope: Mapping[str, Any]) -> int:
+    """Return the status to log and count for a request that the application sent no
+    answer to: the one the protocol noted, else 500 (what uvicorn then sends)."""
+    noted = scope.get(UNANSWERED_STATUS)
+    return noted if isinstance(noted, int) else 500
 
 
 CLIENT_FAULTS = ClientFaultLog()

@@ -11,6 +11,7 @@ from parley.api.schemas import (
     CallInfoOut,
     ConversationItemOut,
     ConversationOut,
+    DeletionInfoOut,
     EndedBy,
     JwtConfigOut,
     JwtKeyOut,
@@ -18,7 +19,7 @@ from parley.api.schemas import (
     ToolCallOut,
     ToolRefOut,
 )
-from parley.clock import isoformat
+from parley.clock import isoformat, isoformat_or_none
 from parley.records import CallInfo, Conversation, ToolCall
 from parley.services.jwt_config import JwtConfigView
 
@@ -67,6 +68,11 @@ def conversation_out(conversation: Conversation) -> ConversationOut:
             latencies_ms=list(conversation.latencies_ms),
             interruptions_count=conversation.interruptions_count,
         ),
+        audio_url=conversation.audio_url,
+        deletion_info=DeletionInfoOut(
+            transcripts_deleted_at=isoformat_or_none(conversation.transcripts_deleted_at),
+            audio_recordings_deleted_at=isoformat_or_none(conversation.audio_deleted_at),
+        ),
         created_at=isoformat(conversation.created_at),
         items=[
             ConversationItemOut(
@@ -88,6 +94,7 @@ def call_info_out(info: CallInfo | None) -> CallInfoOut | None:
         from_phone_number=info.from_phone_number,
         to_phone_number=info.to_phone_number,
         twilio_call_sid=info.twilio_call_sid,
+        direction=info.direction,
     )
 
 

@@ -1,4 +1,5 @@
-"""The HTTP layer's vocabulary: Annotated aliases that resolve values and decide nothing."""
+"""The HTTP layer's vocabulary: Annotated aliases that resolve values and decide nothing;
+every principal comes from services/authn.py."""
 
 from __future__ import annotations
 
@@ -7,10 +8,9 @@ from typing import Annotated
 from fastapi import Depends, Path, Query, Request
 from starlette.requests import HTTPConnection
 
-from parley.credentials import CredentialKind
 from parley.records import Actor, Principal
 from parley.services import Context, authenticate
-from parley.services.authn import presented_credential
+from parley.services.authn import OPAQUE_KINDS, presented_credential
 from parley.services.paging import MAX_PAGE_SIZE
 from parley.services.voices import SpeechCatalog, cached_catalog
 from parley.text import Label
@@ -37,9 +37,6 @@ async def get_speech(connection: HTTPConnection) -> SpeechCatalog | None:
 
 
 Speech = Annotated[SpeechCatalog | None, Depends(get_speech)]
-
-
-OPAQUE_KINDS: frozenset[CredentialKind] = frozenset({"api_key", "session_token"})
 
 
 async def get_principal(request: Request, ctx: Ctx) -> Principal:

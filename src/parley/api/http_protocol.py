@@ -6,19 +6,26 @@ oversized headers) with a text/plain "Invalid HTTP request received." before the
 application sees anything. These subclasses answer the same 400, closing the connection as
 uvicorn does, with API.md's body instead: `{"error": {"message", "code": "invalid_request"}}`.
 
-Limits of the httptools protocol (`ConnectionLimits`, set by `PARLEY_HTTP_*` and
-`PARLEY_MAX_CONNECTIONS`; docs/reliability.md):
+Limits of the httptools protocol (`ConnectionLimits`, set by `PARLEY_HTTP_*`,
+`PARLEY_MAX_CONNECTIONS` and `PARLEY_MAX_CONNECTIONS_PER_CLIENT`; docs/reliability.md):
 
 - a request's line and headers must arrive within `header_timeout` seconds of the
   connection (or of the request's first byte on a kept-alive connection), its body within
   `body_timeout` seconds of its headers; otherwise 408 and the connection closes;
-- a request line over 8 KiB is answered 414; a header line over 8 KiB, more than 128
-  header lines or a head over 64 KiB 431 (the limits of the WebSocket handshake parser,
-  which otherwise dropped an upgrade with a long line without any answer);
-- past `max_connections` open connections (HTTP and WebSocket) of the process, a new one is
-  answered 503 at once and closed, so no client can exhaust the file descriptors.
+- a request line over 8 KiB is answered 414; a header line over 16 KiB, more than 128
+  header lines or headers over 64 KiB in all 431 (API.md section 9). Only the head is
+  measured: body bytes that arrive in the same read are the body's, whose 1 MiB limit
+  answers 413 (api/middleware.py). The WebSocket handshake parser gets the same line limit;
+  its own 8 KiB dropped an upgrade with a long header line without any answer;
+- past `max_connections` open connections (HTTP and WebSocket) of the process, or past
+  `max_connections_per_client` from one client address (the socket's peer; a trusted proxy
+  has no cap of its own), a new one is answered 503 at once and closed, so no client can
+  exhaust the file descriptors or take the instance offline alone.
 
-Each refusal is logged as one rate-limited warning (`parley.api.client_faults`).
+Each refusal is logged as one rate-limited warning (`parley.api.client_faults`). A request
+the application was handling when the protocol refused it (a malformed chunk, a late body)
+or when its client left is noted in its scope, so the access log and `/metrics` show what
+was sent, or 499, rather than 500 (`client_faults.unanswered_status`).
 
 `parley serve` builds the protocol with `http_protocol_factory(limits)`, a picklable
 callable, so every worker process gets the same limits.
@@ -35,10 +42,12 @@ from typing import Any, Final, cast
 
 import h11
 import httptools
+import websockets.http11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from parley.api.client_faults import CLIENT_FAULTS
+from parley.api.client_faults import CLIENT_CLOSED_REQUEST, CLIENT_FAULTS, UNANSWERED_STATUS
+from parley.api.connection_limits import ConnectionLimits
 from parley.api.errors import error_body
 from parley.errors import InvalidRequest, ParleyError, Unavailable
 
@@ -46,19 +55,10 @@ HTTPTOOLS_PROTOCOL: Final = "parley.api.http_protocol:EnvelopeHttpToolsProtocol"
 H11_PROTOCOL: Final = "parley.api.http_protocol:EnvelopeH11Protocol"
 
 MAX_REQUEST_LINE_BYTES: Final = 8192
-MAX_HEADER_LINE_BYTES: Final = 8192
+MAX_HEADER_LINE_BYTES: Final = 16 * 1024
 MAX_HEADER_LINES: Final = 128
 MAX_HEAD_BYTES: Final = 64 * 1024
 _END_OF_HEAD: Final = re.compile(rb"\r?\n\r?\n")
-
-
-@dataclass(frozen=True, slots=True)
-class ConnectionLimits:
-    """How long a client may take to send a request, and how many connections are open."""
-
-    header_timeout: float = 10.0
-    body_timeout: float = 30.0
-    max_connections: int = 1000
 
 
 def _envelope(error: ParleyError) -> bytes:
@@ -103,12 +103,22 @@ TOO_MANY_CONNECTIONS: Final = _Refusal(
     "connection cap reached",
     ((b"retry-after", b"2"),),
 )
+TOO_MANY_FROM_CLIENT: Final = _Refusal(
+    b"503 Service Unavailable",
+    _envelope(Unavailable("This client has too many open connections. Try again later.")),
+    "per-client connection cap reached",
+    ((b"retry-after", b"2"),),
+)
 
 
 def check_head(head: bytes) -> _Refusal | None:
-    """Return the refusal a request head (complete or not) earns, or None if it is fine."""
+    """Return the refusal a request head (complete or not) earns, or None if it is fine.
+
+    `head` may go on with body bytes that came in the same read: they are not measured."""
     end = _END_OF_HEAD.search(head)
-    lines = (head[: end.start()] if end else head).split(b"\n")
+    if end is not None:
+        head = head[: end.start()]
+    lines = head.split(b"\n")
     if len(lines[0].rstrip(b"\r")) > MAX_REQUEST_LINE_BYTES:
         return LINE_TOO_LONG
     if (
@@ -136,11 +146,28 @@ class EnvelopeHttpToolsProtocol(HttpToolsProtocol):
         if len(self.connections) > self.limits.max_connections:
             self._refuse(TOO_MANY_CONNECTIONS)
             return
+        if self._client_over_cap():
+            self._refuse(TOO_MANY_FROM_CLIENT)
+            return
         self._arm_header_timer()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._cancel_timers()
+        self._note_unanswered(CLIENT_CLOSED_REQUEST)  # unless a refusal was noted first
         super().connection_lost(exc)
+
+    def _client_over_cap(self) -> bool:
+        """Whether this connection's client address has more open than its cap allows."""
+        if self.client is None or not self.limits.capped(self.client[0]):
+            return False
+        host, cap, count = self.client[0], self.limits.max_connections_per_client, 0
+        for connection in self.connections:  # HTTP and WebSocket protocols, this one too
+            client = getattr(connection, "client", None)
+            if client is not None and client[0] == host:
+                count += 1
+                if count > cap:
+                    return True
+        return False
 
     def data_received(self, data: bytes) -> None:
         self._unset_keepalive_if_required()
@@ -180,6 +207,10 @@ class EnvelopeHttpToolsProtocol(HttpToolsProtocol):
 
     def handle_websocket_upgrade(self) -> None:
         self._cancel_timers()  # the WebSocket protocol owns the connection from here
+        # websockets parses the handshake again, each line against a module global (8 KiB
+        # by default): a 16 KiB header line that `check_head` passed would be dropped there
+        # without any answer, instead of reaching the application (a long token: 401).
+        websockets.http11.MAX_LINE_LENGTH = MAX_HEADER_LINE_BYTES + len(b"\r\n")
         super().handle_websocket_upgrade()
 
     def send_400_response(self, msg: str) -> None:  # noqa: ARG002 (uvicorn's text is replaced)
@@ -208,12 +239,19 @@ class EnvelopeHttpToolsProtocol(HttpToolsProtocol):
             return
         self._refuse(TIMED_OUT)
 
+    def _note_unanswered(self, status: int) -> None:
+        """Note in the scope of a request the application has not answered what its client
+        got instead (the first note stands): the access log and /metrics count that."""
+        if self.cycle is not None and not self.cycle.response_started:
+            cast("dict[str, Any]", self.cycle.scope).setdefault(UNANSWERED_STATUS, status)
+
     def _refuse(self, refusal: _Refusal) -> None:
         """Answer `refusal` with the envelope and close the connection."""
         self._cancel_timers()
         if self.transport.is_closing():
             return
         CLIENT_FAULTS.warning(refusal.fault)
+        self._note_unanswered(int(refusal.status_line[:3]))
         headers = (
             *self.server_state.default_headers,
             (b"content-type", b"application/json"),

@@ -2,7 +2,8 @@
 
 uvicorn's WebSocket protocol logs each handshake as `"WebSocket /path?query" [accepted]` on
 the `uvicorn.error` logger, whatever the access-log setting, and the query string carries
-`?jwt=` or `?session_token=` (browsers cannot send headers on a WebSocket). No uvicorn option
+`?jwt=` or `?session_token=` (browsers cannot send headers on a WebSocket), and an access line
+a recording's signed URL (`?signature=`, API.md section 16). No uvicorn option
 turns that line off, so a logging filter rewrites it.
 """
 
@@ -11,7 +12,7 @@ from __future__ import annotations
 import logging
 import re
 
-_CREDENTIAL_IN_QUERY = re.compile(r"([?&](?:jwt|session_token|api_key)=)[^&\s\"']*")
+_CREDENTIAL_IN_QUERY = re.compile(r"([?&](?:jwt|session_token|api_key|signature)=)[^&\s\"']*")
 
 
 def redact(text: str) -> str:

@@ -1,13 +1,13 @@
 """`GET /metrics` and the middleware that counts requests by route template.
 
 Off unless PARLEY_METRICS=true. With PARLEY_METRICS_TOKEN set, a scrape must carry
-`Authorization: Bearer <token>` (compared in constant time); without it, /metrics is open to
-whoever reaches the port, so expose it only on a private network.
+`Authorization: Bearer <token>` (`services.authn.authenticate_scrape`: compared in constant
+time); without it, /metrics is open to whoever reaches the port, so expose it only on a
+private network.
 """
 
 from __future__ import annotations
 
-import hmac
 import time
 
 from fastapi import FastAPI, Request
@@ -15,7 +15,8 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from parley import metrics
-from parley.errors import Unauthorized
+from parley.api.client_faults import unanswered_status
+from parley.services.authn import authenticate_scrape
 
 UNMATCHED = "unmatched"
 
@@ -36,7 +37,8 @@ def route_template(scope: Scope) -> str:
 
 
 class MetricsMiddleware:
-    """Count every HTTP request and WebSocket handshake by method, route template, status."""
+    """Count every HTTP request and WebSocket handshake by method, route template, status;
+    one the app did not answer by what its client got (`client_faults.unanswered_status`)."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -71,7 +73,7 @@ class MetricsMiddleware:
         try:
             await self.app(scope, receive, counting_send)
         finally:
-            observe(status or 500)
+            observe(status or unanswered_status(scope))
 
 
 def install_metrics(app: FastAPI, *, token: str | None) -> None:
@@ -79,19 +81,8 @@ def install_metrics(app: FastAPI, *, token: str | None) -> None:
     app.add_middleware(MetricsMiddleware)
 
     async def scrape(request: Request) -> Response:
-        if token is not None and not _bearer_matches(request, token):
-            raise Unauthorized()
+        authenticate_scrape(request.headers.getlist("authorization"), token=token)
         collected: metrics.Metrics = request.app.state.metrics
         return Response(collected.render(), media_type=metrics.CONTENT_TYPE)
 
     app.add_api_route("/metrics", scrape, methods=["GET"], include_in_schema=False)
-
-
-def _bearer_matches(request: Request, token: str) -> bool:
-    values = request.headers.getlist("authorization")
-    if len(values) != 1:
-        return False
-    scheme, _, given = values[0].partition(" ")
-    return scheme.lower() == "bearer" and hmac.compare_digest(
-        given.strip().encode(), token.encode()
-    )

@@ -10,6 +10,7 @@ import time
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from parley.api.client_faults import unanswered_status
 from parley.errors import PayloadTooLarge
 
 MAX_BODY_BYTES = 1024 * 1024
@@ -76,7 +77,8 @@ def _replay(messages: list[Message], receive: Receive) -> Receive:
 
 class AccessLogMiddleware:
     """Log one line per request: method, path without query string, status, duration and
-    request ID.
+    request ID. A request the app did not answer shows what its client got instead (400 or
+    408 sent by the HTTP protocol, 499 if the client left), 500 only if nothing is known.
 
     The query string is never logged: the WebSocket carries credentials there (`?jwt=`,
     `?session_token=`), and a log line must never hold a credential (API.md section 1).
@@ -119,7 +121,7 @@ class AccessLogMiddleware:
                 client[0],
                 method,
                 scope["path"],
-                status or 500,
+                status or unanswered_status(scope),
                 elapsed_ms,
                 request_id,
             )

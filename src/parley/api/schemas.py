@@ -6,7 +6,7 @@ Inputs are strict (no coercion, unknown fields refused); outputs mirror API.md e
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
     AfterValidator,
@@ -20,8 +20,8 @@ from pydantic import (
 from parley.clock import isoformat, isoformat_or_none
 from parley.engine.audio import AudioFormat as EngineAudioFormat
 from parley.ids import NAME_RULE, is_valid_name
-from parley.records import Agent, ApiKey, AuditEvent, Project, ProjectRef
-from parley.services import agents
+from parley.records import Agent, ApiKey, AuditEvent, Project, ProjectRef, RetentionPolicy
+from parley.services import agents, silence
 from parley.services.api_keys import MAX_NAME_LENGTH as MAX_KEY_NAME
 from parley.services.templates import NAME_RULE as VARIABLE_NAME_RULE
 from parley.services.templates import is_variable_name
@@ -216,6 +216,46 @@ BoostedKeywords = Annotated[
     list[Annotated[Label, StringConstraints(min_length=1, max_length=64)]], Field(max_length=100)
 ]
 
+PokeSec = Annotated[int, Field(ge=silence.POKE_SEC_RANGE[0], le=silence.POKE_SEC_RANGE[1])]
+EndSec = Annotated[int, Field(ge=silence.END_SEC_RANGE[0], le=silence.END_SEC_RANGE[1])]
+PokeText = Annotated[Text, StringConstraints(min_length=1, max_length=silence.MAX_POKE_TEXT)]
+VoicemailMessage = Annotated[Text, StringConstraints(min_length=1, max_length=2_000)]
+
+
+RetentionHours = Annotated[int, Field(ge=0, le=87_600)]  # ten years at most
+
+
+class RetentionWindowIn(Input):
+    delete_after_hours: RetentionHours | None = None
+
+
+class ZeroRetentionIn(Input):
+    """Nothing is stored: no item text, tool call record, audio or summary."""
+
+    zero_data_retention: Literal[True]
+
+
+class WindowedRetentionIn(Input):
+    """The transcript and the recording each deleted that many hours after the end
+    (null: kept)."""
+
+    zero_data_retention: Literal[False] = False
+    transcripts: RetentionWindowIn = Field(default_factory=RetentionWindowIn)
+    audio_recordings: RetentionWindowIn = Field(default_factory=RetentionWindowIn)
+
+
+DataRetentionPolicyIn = ZeroRetentionIn | WindowedRetentionIn
+
+
+def retention_policy(given: DataRetentionPolicyIn) -> RetentionPolicy:
+    """The record of a retention policy as the API takes it (API.md section 16)."""
+    if isinstance(given, ZeroRetentionIn):
+        return RetentionPolicy(zero_data_retention=True)
+    return RetentionPolicy(
+        transcripts_hours=given.transcripts.delete_after_hours,
+        audio_hours=given.audio_recordings.delete_after_hours,
+    )
+
 
 class AgentCreate(Input):
     name: Name
@@ -234,6 +274,21 @@ class AgentCreate(Input):
     )
     template_variables: TemplateVariables = Field(default_factory=dict)
     boosted_keywords: BoostedKeywords = Field(default_factory=list)
+    no_input_poke_sec: PokeSec | None = Field(
+        default=None, description="Seconds of silence before the poke; null: off."
+    )
+    no_input_poke_text: PokeText = silence.DEFAULT_POKE_TEXT
+    no_input_end_conversation_sec: EndSec | None = Field(
+        default=None, description="Seconds of silence before the conversation ends; null: off."
+    )
+    voicemail_message: VoicemailMessage | None = Field(
+        default=None,
+        description="Spoken once to an answering machine on an outbound call; null: hang up.",
+    )
+    data_retention_policy: DataRetentionPolicyIn = Field(
+        default_factory=WindowedRetentionIn,
+        description="What its conversations keep, and how long; default: everything, kept.",
+    )
 
 
 class AgentUpdate(Input):
@@ -249,13 +304,27 @@ class AgentUpdate(Input):
     tools: ToolNames | None = None
     template_variables: TemplateVariables | None = None
     boosted_keywords: BoostedKeywords | None = None
+    no_input_poke_sec: PokeSec | None = None
+    no_input_poke_text: PokeText | None = None
+    no_input_end_conversation_sec: EndSec | None = None
+    voicemail_message: VoicemailMessage | None = None
+    data_retention_policy: DataRetentionPolicyIn | None = None
+
+    NULLABLE: ClassVar[frozenset[str]] = frozenset(
+        {
+            "welcome_message",
+            "no_input_poke_sec",
+            "no_input_end_conversation_sec",
+            "voicemail_message",
+        }
+    )
 
     def null_fields(self) -> list[str]:
         """Return the fields sent as null that may not be null."""
         return [
             name
             for name in self.model_fields_set
-            if getattr(self, name) is None and name != "welcome_message"
+            if getattr(self, name) is None and name not in self.NULLABLE
         ]
 
 
@@ -301,6 +370,11 @@ class AgentOut(BaseModel):
     tools: list[str]
     template_variables: dict[str, TemplateVariableOut]
     boosted_keywords: list[str]
+    no_input_poke_sec: int | None
+    no_input_poke_text: str
+    no_input_end_conversation_sec: int | None
+    voicemail_message: str | None
+    data_retention_policy: dict[str, Any]
     created_at: Timestamp
     updated_at: Timestamp
 
@@ -324,6 +398,11 @@ class AgentOut(BaseModel):
                 for name, variable in agent.template_variables.items()
             },
             boosted_keywords=list(agent.boosted_keywords),
+            no_input_poke_sec=agent.no_input_poke_sec,
+            no_input_poke_text=agent.no_input_poke_text,
+            no_input_end_conversation_sec=agent.no_input_end_conversation_sec,
+            voicemail_message=agent.voicemail_message,
+            data_retention_policy=agent.data_retention_policy.to_json(),
             created_at=isoformat(agent.created_at),
             updated_at=isoformat(agent.updated_at),
         )
@@ -360,6 +439,7 @@ def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
         409: "Conflict with the current state.",
         413: "Request body over 1 MiB.",
         429: "Rate limited; see `Retry-After`.",
+        502: "A service called on the caller's behalf (the carrier) failed; the message says how.",
         503: "A dependency is unavailable.",
     }
     return {s: {"model": ErrorOut, "description": descriptions[s]} for s in statuses}
@@ -472,6 +552,7 @@ class CallInfoOut(BaseModel):
     from_phone_number: str | None
     to_phone_number: str | None
     twilio_call_sid: str | None
+    direction: Literal["inbound", "outbound"]
 
 
 class AnalysisOut(BaseModel):
@@ -479,7 +560,28 @@ class AnalysisOut(BaseModel):
     interruptions_count: int
 
 
-EndedBy = Literal["user", "assistant", "api", "timeout", "error", "shutdown"]
+EndedBy = Literal[
+    "user",
+    "assistant",
+    "api",
+    "timeout",
+    "error",
+    "shutdown",
+    "busy",
+    "no_answer",
+    "failed",
+    "voicemail",
+    "transferred",
+    "assistant_silence_limit_reached",
+]
+"""API.md sections 5 and 15: `records.EndedBy`'s values (tests/test_endings_home.py)."""
+
+
+class DeletionInfoOut(BaseModel):
+    """When the transcript and the recording were deleted (API.md section 16); null: kept."""
+
+    transcripts_deleted_at: Timestamp | None
+    audio_recordings_deleted_at: Timestamp | None
 
 
 class ConversationOut(BaseModel):
@@ -496,6 +598,9 @@ class ConversationOut(BaseModel):
     call_info: CallInfoOut | None
     template_variables: dict[str, str]
     analysis: AnalysisOut
+    audio_url: str | None
+    """The recording, by a URL valid for an hour (API.md section 16); null until it is kept."""
+    deletion_info: DeletionInfoOut
     created_at: Timestamp
     items: list[ConversationItemOut]
 

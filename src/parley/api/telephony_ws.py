@@ -2,8 +2,9 @@
 
 The carrier sends no credential on the handshake, so the socket is accepted and its opening
 frames are the handshake: `connected`, then within 10 s a `start` whose `customParameters`
-carry a valid, unused stream token for their `conversation_id` (redeemed once). Anything
-else closes 1008 and nothing starts (1011 when the stores do not answer). Then
+carry a valid, unused stream token for their `conversation_id` (redeemed once, by
+`authn.authenticate_stream`). Anything else closes 1008 and nothing starts (1011 when the
+stores do not answer). Then
 `services.live.LiveSession` runs the call with the stream's `TwilioCodec`, opened by the
 config of the pending conversation: the session holds every other rule (leases, the
 disabled-agent rule, ending in one place, the watchdog), as on the conversation socket.
@@ -20,9 +21,10 @@ from parley.api.deps import context_of
 from parley.api.session_socket import SessionSocket
 from parley.engine import EngineFactory
 from parley.errors import InvalidRequest, ParleyError, Unavailable
-from parley.services import live
-from parley.services.live.call import abandon_call, open_call
-from parley.services.live.twilio_codec import (
+from parley.services import authn, live
+from parley.services.endings import CloseCode
+from parley.services.live.call import abandon_call, open_call, with_call_settings
+from parley.wires.twilio_codec import (
     IDLE_FRAME,
     Connected,
     StreamStart,
@@ -49,19 +51,20 @@ async def media_socket(websocket: WebSocket) -> None:
     socket = _Socket(websocket)
     try:
         start = await asyncio.wait_for(_opening(socket), START_TIMEOUT_SECONDS)
-        handshake = await open_call(
+        stream = await authn.authenticate_stream(
             ctx, conversation_id=start.conversation_id, stream_token=start.stream_token
         )
+        handshake = await open_call(ctx, stream)
     except TimeoutError:
         log.info("media stream refused: no start within %.0f s", START_TIMEOUT_SECONDS)
-        await socket.close(1008, "no start")
+        await socket.close(CloseCode.POLICY_VIOLATION, "no start")
         return
     except Unavailable:
-        await socket.close(1011, "unavailable")
+        await socket.close(CloseCode.INTERNAL_ERROR, "unavailable")
         return
     except ParleyError as error:
         log.info("media stream refused: %s", error.code)  # never the token itself
-        await socket.close(1008, error.code)
+        await socket.close(CloseCode.POLICY_VIOLATION, error.code)
         return
     wire = TwilioCodec(stream_sid=start.stream_sid, clock=ctx.clock)
     factory: EngineFactory = websocket.app.state.engine_factory
@@ -74,7 +77,8 @@ async def media_socket(websocket: WebSocket) -> None:
         close=socket.close,
         disconnect_code=socket.disconnect_code,
     )
-    await session.run(socket.receive_or_idle, opening=(call_configure(),))
+    configure = with_call_settings(call_configure(), stream.conversation)
+    await session.run(socket.receive_or_idle, opening=(configure,))
     if session.conversation_id is None:  # refused before going live (a disabled agent)
         try:
             await abandon_call(

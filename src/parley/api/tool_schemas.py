@@ -11,12 +11,23 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import AfterValidator, BaseModel, Field, StringConstraints
 
-from parley.api.schemas import Input, ProjectRefOut, Timestamp
+from parley.api.schemas import Input, PhoneNumber, ProjectRefOut, Timestamp
 from parley.clock import isoformat
-from parley.records import Tool, ToolSpec
+from parley.records import Tool, ToolPatch, ToolSpec
 from parley.text import Label, Text
 
-ToolType = Literal["custom_webhook", "custom_websocket"]
+ToolType = Literal[
+    "custom_webhook",
+    "custom_websocket",
+    "built_in_transfer_to_phone_number",
+    "built_in_transfer_to_agent",
+]
+NoAnswer = Literal["return_to_assistant", "keep_retrying"]
+Dtmf = Annotated[str, StringConstraints(pattern=r"^[0-9*#wW]{1,32}$")]
+"""Keys Twilio's `sendDigits` plays: 0-9, * and #, and w for a half-second wait."""
+AgentNames = Annotated[
+    list[Annotated[Label, StringConstraints(min_length=1, max_length=64)]], Field(max_length=20)
+]
 ExecutionMode = Literal["sync", "async"]
 EndpointMethod = Literal["POST", "GET"]
 Location = Literal["request_body", "query_string", "url_path"]
@@ -86,9 +97,23 @@ class ToolCreate(Input):
     endpoint_timeout_ms: int | None = None
     tool_call_output_timeout_ms: int | None = None
     require_speech_before_tool_call: bool = False
+    # Transfers (API.md section 15): the official SDK's members.
+    phone_number: PhoneNumber | None = None
+    dtmf: Dtmf | None = None
+    dynamic_dtmf: bool | None = None
+    use_agent_phone_number: bool | None = None
+    keep_listening: bool | None = None
+    post_transfer_message: Annotated[Text, StringConstraints(max_length=2_000)] | None = None
+    on_transfer_no_answer: NoAnswer | None = None
+    detect_voicemail: bool | None = None
+    agents_to_transfer_to: AgentNames | None = None
 
     def spec(self) -> ToolSpec:
-        return ToolSpec(**self.model_dump(exclude={"project"}))
+        values = self.model_dump(exclude={"project", "agents_to_transfer_to"})
+        agents = self.agents_to_transfer_to
+        return ToolSpec(
+            **values, agents_to_transfer_to=tuple(agents) if agents is not None else None
+        )
 
 
 class ToolUpdate(Input):
@@ -106,6 +131,22 @@ class ToolUpdate(Input):
     endpoint_timeout_ms: int | None = None
     tool_call_output_timeout_ms: int | None = None
     require_speech_before_tool_call: bool | None = None
+    phone_number: PhoneNumber | None = None
+    dtmf: Dtmf | None = None
+    dynamic_dtmf: bool | None = None
+    use_agent_phone_number: bool | None = None
+    keep_listening: bool | None = None
+    post_transfer_message: Annotated[Text, StringConstraints(max_length=2_000)] | None = None
+    on_transfer_no_answer: NoAnswer | None = None
+    detect_voicemail: bool | None = None
+    agents_to_transfer_to: AgentNames | None = None
+
+    def patch(self) -> ToolPatch:
+        """The fields sent (null included), as the service's patch."""
+        sent: dict[str, Any] = {name: getattr(self, name) for name in self.model_fields_set}
+        if sent.get("agents_to_transfer_to") is not None:
+            sent["agents_to_transfer_to"] = tuple(sent["agents_to_transfer_to"])
+        return ToolPatch(**sent)
 
     REQUIRED: ClassVar[frozenset[str]] = frozenset(
         {
@@ -146,6 +187,15 @@ class ToolOut(BaseModel):
     endpoint_timeout_ms: int | None
     tool_call_output_timeout_ms: int | None
     require_speech_before_tool_call: bool
+    phone_number: str | None = None
+    dtmf: str | None = None
+    dynamic_dtmf: bool | None = None
+    use_agent_phone_number: bool | None = None
+    keep_listening: bool | None = None
+    post_transfer_message: str | None = None
+    on_transfer_no_answer: NoAnswer | None = None
+    detect_voicemail: bool | None = None
+    agents_to_transfer_to: list[str] | None = None
     created_at: Timestamp
     updated_at: Timestamp
 
@@ -168,6 +218,7 @@ class ToolOut(BaseModel):
                 "endpoint_timeout_ms": tool.endpoint_timeout_ms,
                 "tool_call_output_timeout_ms": tool.tool_call_output_timeout_ms,
                 "require_speech_before_tool_call": tool.require_speech_before_tool_call,
+                **_transfer_members(tool),
                 "created_at": isoformat(tool.created_at),
                 "updated_at": isoformat(tool.updated_at),
             }
@@ -185,3 +236,24 @@ class ToolList(BaseModel):
 
 def _dict_or_none(value: Any) -> dict[str, str] | None:
     return dict(value) if value is not None else None
+
+
+TRANSFER_MEMBERS = (
+    "phone_number",
+    "dtmf",
+    "dynamic_dtmf",
+    "use_agent_phone_number",
+    "keep_listening",
+    "post_transfer_message",
+    "on_transfer_no_answer",
+    "detect_voicemail",
+    "agents_to_transfer_to",
+)
+"""A transfer tool's members (the official SDK's `Tool`): null for the types they are not of."""
+
+
+def _transfer_members(tool: Tool) -> dict[str, Any]:
+    shown: dict[str, Any] = {name: getattr(tool, name) for name in TRANSFER_MEMBERS}
+    if shown["agents_to_transfer_to"] is not None:
+        shown["agents_to_transfer_to"] = list(shown["agents_to_transfer_to"])
+    return shown

@@ -25,11 +25,12 @@ from typing import Any, Final, cast
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 
 from parley.api.client_faults import CLIENT_FAULTS
+from parley.services.endings import CloseCode
 
 WS_PROTOCOL: Final = "parley.api.uvicorn_ws:UvicornWebSocketProtocol"
-GOING_AWAY: Final = 1001
+GOING_AWAY: Final = CloseCode.GOING_AWAY
 SHUTDOWN_REASON: Final = "server shutting down"
-INVALID_DATA: Final = 1007
+INVALID_DATA: Final = CloseCode.INVALID_DATA
 INVALID_UTF8_REASON: Final = "invalid UTF-8 in a text frame"
 
 

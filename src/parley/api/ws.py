@@ -3,8 +3,8 @@
 A refused handshake is answered as HTTP with the REST status and envelope (the ASGI
 `websocket.http.response` extension, through Starlette's `send_denial_response`). Once
 accepted, the socket is three callables handed to `services.live.LiveSession` (receive a
-frame, send a frame, close) with the wire's codec, `live.ParleyCodec`: the session speaks
-events, the codec makes them this socket's JSON frames.
+frame, send a frame, close) with the wire's codec, `wires.parley_codec.ParleyCodec`: the
+session speaks events, the codec makes them this socket's JSON frames.
 
 The route is served by Starlette alone, first in the app (`route`, api/bare_routes.py):
 FastAPI's WebSocket machinery (dependency solving, an exit stack) and matching the
@@ -22,6 +22,7 @@ from parley.api.session_socket import SessionSocket
 from parley.engine import EngineFactory
 from parley.errors import MultipleCredentials, ParleyError
 from parley.services import live
+from parley.wires.parley_codec import ParleyCodec
 
 
 async def conversation_socket(websocket: WebSocket) -> None:
@@ -48,7 +49,7 @@ async def conversation_socket(websocket: WebSocket) -> None:
         ctx,
         factory,
         handshake,
-        live.ParleyCodec(),
+        ParleyCodec(),
         send=socket.send,
         close=socket.close,
         disconnect_code=socket.disconnect_code,

@@ -6,7 +6,11 @@ from __future__ import annotations
 VARIABLES: tuple[tuple[str, str, str], ...] = (
     ("PARLEY_DATABASE_URL", "sqlite:///parley.db", "SQLite file or postgresql://user:pw@host/db"),
     ("PARLEY_REDIS_URL", "unset", "Redis shared by instances; unset: in-process stores"),
-    ("PARLEY_PUBLIC_URL", "http://127.0.0.1:8000", "public URL; its host is the JWT audience"),
+    (
+        "PARLEY_PUBLIC_URL",
+        "http://127.0.0.1:8000",
+        "public URL; unset: follows --host and --port; its host is the JWT audience",
+    ),
     ("PARLEY_JWKS_ALLOW_HTTP", "false", "allow http:// JWKS URLs (local testing)"),
     ("PARLEY_JWKS_ALLOW_PRIVATE_NETWORKS", "false", "allow JWKS hosts on private addresses"),
     ("PARLEY_OUTBOUND_ALLOW_HTTP", "false", "allow http:// webhook and tool URLs"),
@@ -15,6 +19,12 @@ VARIABLES: tuple[tuple[str, str, str], ...] = (
         "PARLEY_WEBHOOK_RETRY_SCHEDULE",
         "5,300,1800,7200,18000,36000,36000",
         "seconds between webhook attempts",
+    ),
+    ("PARLEY_TWILIO_API_URL", "https://api.twilio.com", "the carrier's REST API (http(s))"),
+    (
+        "PARLEY_RECORDINGS_DIR",
+        "unset",
+        "where recordings are kept; unset: recordings/ beside the SQLite file",
     ),
     ("PARLEY_SECRET_KEY", "unset", "Fernet key sealing stored secrets; unset: parley.secret"),
     ("PARLEY_JWT_MAX_LIFETIME_SECONDS", "3600", "longest JWT exp - iat accepted (60..86400)"),
@@ -46,6 +56,7 @@ VARIABLES: tuple[tuple[str, str, str], ...] = (
     ("PARLEY_HTTP_HEADER_TIMEOUT_SECONDS", "10.0", "a request's line and headers within this"),
     ("PARLEY_HTTP_BODY_TIMEOUT_SECONDS", "30.0", "a request's body within this of its headers"),
     ("PARLEY_MAX_CONNECTIONS", "1000", "open connections per process; past it, 503"),
+    ("PARLEY_MAX_CONNECTIONS_PER_CLIENT", "100", "of those, from one client address; past it, 503"),
     ("PARLEY_TRUSTED_PROXIES", "unset", "proxy addresses/networks whose X-Forwarded-* count"),
     ("PARLEY_INSTANCE_ID", "unset", "this instance's name; unset: host:port of serve"),
     ("PARLEY_CONVERSATION_LEASE_SECONDS", "15.0", "live conversations of a silent instance end"),

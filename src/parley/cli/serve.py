@@ -49,7 +49,8 @@ def serve(
     from parley.services import orgs
 
     set_debug(debug)
-    settings = load_settings()
+    configured = load_settings()
+    settings = follow_listening_address(configured, host=host, port=port)
     if workers > 1 and not settings.distributed:
         typer.echo(
             "error: --workers above 1 needs PARLEY_REDIS_URL: in-process stores are not "
@@ -79,6 +80,8 @@ def serve(
     instance = settings.instance_id or f"{socket.gethostname()[:64]}:{port}"
     if settings.instance_id is None and workers == 1:
         os.environ["PARLEY_INSTANCE_ID"] = instance
+    followed = "public_url" not in configured.model_fields_set
+    typer.echo(public_url_line(settings, host=host, followed=followed))
     configure_logging(settings.log_level)
     with (
         shared_metrics_directory(enabled=settings.metrics and workers > 1),
@@ -121,6 +124,33 @@ def _run_uvicorn(*, host: str, port: int, workers: int, settings: Settings) -> N
         # running after this long is cut off, so the process always stops.
         timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
     )
+
+
+def follow_listening_address(settings: Settings, *, host: str, port: int) -> Settings:
+    """Unset, PARLEY_PUBLIC_URL follows --host and --port (`parley.config.listening_url`),
+    so the carrier's voice URL, the TwiML stream URL, the signature check and the default
+    JWT audience name the port served. A URL the operator set is kept as it is."""
+    if "public_url" in settings.model_fields_set:
+        return settings
+    from parley.config import listening_url
+
+    url = listening_url(host, port)
+    os.environ["PARLEY_PUBLIC_URL"] = url  # the workers build their settings from it
+    return settings.model_copy(update={"public_url": url})
+
+
+def public_url_line(settings: Settings, *, host: str, followed: bool) -> str:
+    """The start-up line naming the public URL in force, and where it comes from."""
+    from parley.config import WILDCARD_HOSTS
+
+    line = f"Public URL: {settings.public_url}"
+    if not followed:
+        return f"{line} (PARLEY_PUBLIC_URL)"
+    line += " (PARLEY_PUBLIC_URL is unset: it follows --host and --port"
+    if host.strip("[]") in WILDCARD_HOSTS:
+        line += f"; --host {host} listens on every address: set PARLEY_PUBLIC_URL to the one"
+        line += " carriers and browsers reach"
+    return line + ")"
 
 
 @contextmanager

@@ -131,13 +131,28 @@ class _Supervisor:
         self._thread.join()
 
 
+UNIX_PATH_MAX = 107
+"""The longest path a Unix socket's address holds (Linux: 108 bytes with the final NUL)."""
+
+
+def doorbell_directory() -> Path:
+    """A new directory (0700: ours alone) for the doorbell: in TMPDIR, or in /tmp when
+    TMPDIR's path is too long for a Unix socket's address (a test's or a CI job's nested
+    temporary directory can be)."""
+    directory = Path(tempfile.mkdtemp(prefix="parley-webhooks-"))
+    if len(os.fsencode(directory / "doorbell")) <= UNIX_PATH_MAX:
+        return directory
+    directory.rmdir()
+    return Path(tempfile.mkdtemp(prefix="parley-webhooks-", dir="/tmp"))
+
+
 @contextmanager
 def supervised_sender(instance: str) -> Iterator[None]:
     """Run the webhook sender of `instance` beside the server for the block, and tell the
     serving workers (started inside the block, inheriting the environment) where it is."""
     from parley.composition.webhook_sender import SENDER_VARIABLE, SenderAddress
 
-    directory = Path(tempfile.mkdtemp(prefix="parley-webhooks-"))  # 0700: ours alone
+    directory = doorbell_directory()
     address = SenderAddress.for_instance(instance, directory / "doorbell")
     os.environ.update(address.to_environment())
     command = [sys.executable, "-m", "parley", "webhook-sender"]

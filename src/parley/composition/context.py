@@ -1,6 +1,7 @@
 """Open and close everything the services need (database, shared stores, JWT machinery,
-the outbound client) and hand them a Context: for the app's lifespan and the commands that
-need the whole runtime. Which implementation of each store is chosen here, and only here."""
+the outbound client and the carrier's REST API on it) and hand them a Context: for the
+app's lifespan and the commands that need the whole runtime. Which implementation of each
+store is chosen here, and only here."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from parley.db.database import Database
 from parley.db.jti_claims import DatabaseReplayGuard
 from parley.errors import Unavailable
 from parley.jwt import CachedIssuerResolver, JwksFetcher, KeyCache
-from parley.outbound import AddressPolicy, OutboundClient
+from parley.outbound import AddressPolicy, OutboundClient, TwilioCalls
+from parley.recordings.directory import DirectoryStore
 from parley.sealing import open_secret_box
 from parley.services.context import Context, Instance, JwtRuntime
 from parley.services.credential_cache import MAX_ENTRIES, CredentialCache
@@ -69,6 +71,11 @@ async def open_context(options: RuntimeOptions, *, clock: Clock) -> AsyncIterato
         sealing = open_secret_box(options.secret_key, database_url=options.database_url)
         if sealing.warning:
             log.warning(sealing.warning)
+        if options.recordings_dir is None:
+            log.warning(
+                "PARLEY_RECORDINGS_DIR is not set: with PostgreSQL no recording is kept; set "
+                "it to a directory every instance shares (API.md section 16)."
+            )
         stores = await _open_stores(options, database, clock, stack)
         # The one way out of the process (parley/outbound): JWKS fetches, webhook tools and
         # webhooks share it, each under its own switches.
@@ -118,6 +125,8 @@ async def open_context(options: RuntimeOptions, *, clock: Clock) -> AsyncIterato
                 allow_http=options.outbound_allow_http,
                 allow_private_networks=options.outbound_allow_private_networks,
             ),
+            # The carrier's REST API leaves through the same client, under its own policy.
+            carrier=TwilioCalls(outbound, api_url=options.twilio_api_url),
             # Cached credentials only where revocation is instant without fail: the
             # in-process store of embedded mode. A Redis outage or data loss could hide a
             # revocation from another instance's cache, so a fleet reads the database.
@@ -125,6 +134,7 @@ async def open_context(options: RuntimeOptions, *, clock: Clock) -> AsyncIterato
                 max_entries=MAX_ENTRIES if options.redis_url is None else 0
             ),
             read_model=read_model,
+            recordings=DirectoryStore(options.recordings_dir) if options.recordings_dir else None,
             public_url=options.public_url,
         )
 

@@ -11,6 +11,7 @@ import os
 import secrets
 import socket
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from parley.services.context import DEFAULT_PUBLIC_URL
@@ -48,6 +49,11 @@ class RuntimeOptions:
     """PARLEY_SECRET_KEY; None: the key file (parley/sealing.py)."""
     public_url: str = DEFAULT_PUBLIC_URL
     """PARLEY_PUBLIC_URL, without a trailing slash: what carriers call and sign (API.md 13)."""
+    twilio_api_url: str = "https://api.twilio.com"
+    """PARLEY_TWILIO_API_URL, without a trailing slash: the carrier's REST API (API.md 15)."""
+    recordings_dir: Path | None = None
+    """Where recordings are kept (PARLEY_RECORDINGS_DIR, or beside the SQLite file); None:
+    on no directory (PostgreSQL without the setting)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +74,7 @@ def runtime_options(settings: Settings) -> RuntimeOptions:
         redis_url=settings.redis_url,
         default_audience=settings.public_host,
         public_url=settings.public_url,
+        twilio_api_url=settings.twilio_api_url,
         jwks_allow_http=settings.jwks_allow_http,
         jwks_allow_private_networks=settings.jwks_allow_private_networks,
         outbound_allow_http=settings.outbound_allow_http,
@@ -82,7 +89,18 @@ def runtime_options(settings: Settings) -> RuntimeOptions:
         instance_id=settings.instance_id or new_instance_id(),
         conversation_lease_seconds=settings.conversation_lease_seconds,
         secret_key=settings.secret_key.get_secret_value() if settings.secret_key else None,
+        recordings_dir=settings.recordings_dir or default_recordings_dir(settings.database_url),
     )
+
+
+def default_recordings_dir(database_url: str) -> Path | None:
+    """`recordings/` beside the SQLite file; None for another database (API.md 16: with
+    PostgreSQL the directory must be named, one every instance shares)."""
+    # Imported here: the operator commands import this module without `cryptography`.
+    from parley.sealing import embedded_directory
+
+    beside = embedded_directory(database_url)
+    return None if beside is None else beside / "recordings"
 
 
 def database_options(settings: Settings) -> DatabaseOptions:

@@ -12,6 +12,11 @@ write-lock acquisition on SQLite instead of one each, and never a busy wait betw
 of this process (docs/performance.md, issue #11). On SQLite the transaction runs on the
 database's direct connection (`Database.write_directly`): one thread hop for `BEGIN`, the
 upsert and `COMMIT` (issue #23).
+
+Spent records (past their `expires_at`) refuse nothing: the upsert takes them over. The
+housekeeping timer deletes them with `sweep`, a bounded batch per transaction, so a burst of
+tokens that expire together is never one long delete holding the writer, and the claims
+queued behind it, for as long as it takes (issue #38 item 11).
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ import logging
 import sqlite3
 from dataclasses import dataclass, field
 
-from sqlalchemy import delete
+from sqlalchemy import bindparam, delete, select
 from sqlalchemy.dialects import postgresql
 
 from parley.clock import Clock
@@ -30,6 +35,8 @@ from parley.db.tables import JtiClaimRow
 
 MAX_BATCH = 500
 """Keys per statement: two bound values each, well inside SQLite's variable limit."""
+SWEEP_BATCH = 500
+"""Spent records deleted by one `sweep`: one short transaction, however many expired."""
 
 _SQLITE_CLAIM = (
     "INSERT INTO jti_claims (key, expires_at) VALUES {rows} "
@@ -38,6 +45,13 @@ _SQLITE_CLAIM = (
 )
 """The upsert below, written out for SQLite's direct connection (`Database.write_directly`):
 one thread hop for the whole claim transaction."""
+
+_SQLITE_SWEEP = (
+    "DELETE FROM jti_claims WHERE key IN (SELECT key FROM jti_claims WHERE expires_at <= ? LIMIT ?)"
+)
+"""One batch of spent records by the `expires_at` index, on the direct connection."""
+_SPENT = select(JtiClaimRow.key).where(JtiClaimRow.expires_at <= bindparam("now")).limit(1)
+"""Is any record spent? Read first, so that a sweep with nothing to do writes nothing."""
 
 log = logging.getLogger(__name__)
 
@@ -127,13 +141,31 @@ class DatabaseReplayGuard:
                 claimed.update((await session.scalars(statement)).all())
         return claimed
 
-    async def purge(self) -> int:
-        """Delete the records whose time has passed; return how many."""
+    async def sweep(self, *, limit: int = SWEEP_BATCH) -> int:
+        """Delete at most `limit` records whose time has passed; return how many.
+
+        One short transaction in the writer's turn (on SQLite in the direct connection's
+        thread, off the event loop), after a one-row read that finds whether any record is
+        spent at all: with none, nothing is written. Call again while it returns `limit`.
+        Nothing a claim decides changes: a spent record no longer refuses its key.
+        """
+        if limit < 1:
+            raise ValueError("limit must be at least 1")
+        now = self._clock.time()
+        async with self._db.point_read() as connection:  # by the `expires_at` index
+            spent = (await connection.execute(_SPENT, {"now": now})).first()
+        if spent is None:
+            return 0
+        if self._db.dialect == "sqlite":
+            return await self._db.write_directly(lambda c: _sweep_on_sqlite(c, now, limit))
+        batch = select(JtiClaimRow.key).where(JtiClaimRow.expires_at <= now).limit(limit)
         async with self._db.transaction() as session:
-            result = await session.execute(
-                delete(JtiClaimRow).where(JtiClaimRow.expires_at <= self._clock.time())
-            )
+            result = await session.execute(delete(JtiClaimRow).where(JtiClaimRow.key.in_(batch)))
         return int(getattr(result, "rowcount", 0) or 0)
+
+
+def _sweep_on_sqlite(connection: sqlite3.Connection, now: float, limit: int) -> int:
+    return connection.execute(_SQLITE_SWEEP, (now, limit)).rowcount
 
 
 def _claim_on_sqlite(

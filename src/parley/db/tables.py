@@ -106,6 +106,13 @@ class AgentRow(Base):
     template_variables: Mapped[dict[str, dict[str, str]]] = mapped_column(JSON, server_default="{}")
     """Placeholder name -> `{"default_value": str}`."""
     boosted_keywords: Mapped[list[str]] = mapped_column(JSON, server_default="[]")
+    no_input_poke_sec: Mapped[int | None] = mapped_column(Integer)
+    no_input_poke_text: Mapped[str] = mapped_column(Text, server_default="Are you still there?")
+    no_input_end_conversation_sec: Mapped[int | None] = mapped_column(Integer)
+    voicemail_message: Mapped[str | None] = mapped_column(Text)
+    """Spoken to an answering machine on an outbound call (API.md section 15)."""
+    data_retention_policy: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    """`RetentionPolicy.to_json()` (API.md section 16); None: everything kept."""
     disabled_at: Mapped[datetime | None] = mapped_column()
     created_at: Mapped[datetime] = mapped_column()
     updated_at: Mapped[datetime] = mapped_column()
@@ -136,7 +143,8 @@ class ToolRow(Base):
     project_id: Mapped[str] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
     name: Mapped[str] = mapped_column(String(64))
     description: Mapped[str] = mapped_column(Text)
-    type: Mapped[str] = mapped_column(String(32))
+    type: Mapped[str] = mapped_column(String(40))
+    """The longest, `built_in_transfer_to_phone_number`, is 33 characters."""
     execution_mode: Mapped[str] = mapped_column(String(8))
     parameters: Mapped[Any] = mapped_column(JSON)
     parameter_locations: Mapped[dict[str, str] | None] = mapped_column(JSON)
@@ -149,6 +157,16 @@ class ToolRow(Base):
     signing_secret_sealed: Mapped[str] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column()
     updated_at: Mapped[datetime] = mapped_column()
+    # A transfer tool's settings (API.md section 15); None for the other types.
+    phone_number: Mapped[str | None] = mapped_column(String(16))
+    dtmf: Mapped[str | None] = mapped_column(String(32))
+    dynamic_dtmf: Mapped[bool | None] = mapped_column(Boolean)
+    use_agent_phone_number: Mapped[bool | None] = mapped_column(Boolean)
+    keep_listening: Mapped[bool | None] = mapped_column(Boolean)
+    post_transfer_message: Mapped[str | None] = mapped_column(Text)
+    on_transfer_no_answer: Mapped[str | None] = mapped_column(String(32))
+    detect_voicemail: Mapped[bool | None] = mapped_column(Boolean)
+    agents_to_transfer_to: Mapped[list[str] | None] = mapped_column(JSON)
 
     __table_args__ = (
         UniqueConstraint("project_id", "name", name="uq_tools_project_id_name"),
@@ -214,14 +232,39 @@ class ConversationRow(Base):
     """A phone call's caller, as the carrier gave it (API.md section 13's `call_info`)."""
     to_phone_number: Mapped[str | None] = mapped_column(String(64))
     twilio_call_sid: Mapped[str | None] = mapped_column(String(64))
-    ended_by: Mapped[str | None] = mapped_column(String(16))
+    ended_by: Mapped[str | None] = mapped_column(String(40))
     """user, assistant, api, timeout, error or shutdown (API.md section 5)."""
     latencies_ms: Mapped[list[int]] = mapped_column(JSON, server_default="[]")
     """Per reply to a user turn: end of the user's speech to the reply's first audio."""
     interruptions_count: Mapped[int] = mapped_column(Integer, server_default="0")
+    call_direction: Mapped[str | None] = mapped_column(String(16))
+    """`inbound` or `outbound` for a phone call (API.md section 15); None off the phone."""
+    call_settings: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    """An outbound call's `config` overrides of its agent's settings, as placed."""
+    answered_by: Mapped[str | None] = mapped_column(String(32))
+    """The carrier's answering-machine verdict of an outbound call (`AnsweredBy`)."""
+    transfer: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    """A phone transfer under way (services/transfers.py): where, how, which attempt."""
+    transfer_since: Mapped[datetime | None] = mapped_column()
+    """When the transfer's state last changed: a stuck one is ended by the timer."""
+    recording_key: Mapped[str | None] = mapped_column(String(300))
+    """Where the recording is kept (services/recordings.py); None until it is stored."""
+    recorded_at: Mapped[datetime | None] = mapped_column()
+    transcripts_deleted_at: Mapped[datetime | None] = mapped_column()
+    """When the item texts and tool call records were deleted (API.md section 16)."""
+    audio_deleted_at: Mapped[datetime | None] = mapped_column()
+    """When the recording was deleted (API.md section 16)."""
+    retention: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    """The retention policy in force when it went live (its agent's)."""
+    transcripts_due_at: Mapped[datetime | None] = mapped_column()
+    """When the transcript is to be deleted (set when it ends, by its policy)."""
+    audio_due_at: Mapped[datetime | None] = mapped_column()
 
     __table_args__ = (
         Index("ix_conversations_org_id_created_at", "org_id", "created_at"),
+        Index("ix_conversations_id", "id"),
+        Index("ix_conversations_transcripts_due_at", "transcripts_due_at"),
+        Index("ix_conversations_audio_due_at", "audio_due_at"),
         Index("ix_conversations_status_instance_id", "status", "instance_id"),
     )
 
@@ -242,6 +285,31 @@ class TwilioAccountRow(Base):
     updated_at: Mapped[datetime] = mapped_column()
 
 
+class BriefingRow(Base):
+    """What a warm transfer's target hears before the bridge (API.md section 15): served
+    once, at a URL naming a random token stored as its SHA-256."""
+
+    __tablename__ = "briefings"
+
+    token_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    org_id: Mapped[str] = mapped_column(String(40))
+    conversation_id: Mapped[str] = mapped_column(String(128))
+    text: Mapped[str] = mapped_column(Text)
+    voice_id: Mapped[str] = mapped_column(String(100))
+    expires_at: Mapped[datetime] = mapped_column()
+    used_at: Mapped[datetime | None] = mapped_column()
+
+    __table_args__ = (
+        ForeignKeyConstraint(
+            ["org_id", "conversation_id"],
+            ["conversations.org_id", "conversations.id"],
+            ondelete="CASCADE",
+            name="fk_briefings_conversation",
+        ),
+        Index("ix_briefings_conversation", "org_id", "conversation_id"),
+    )
+
+
 class StreamTokenRow(Base):
     """A phone call's single-use media stream token, stored as its SHA-256 (API.md 13)."""
 
@@ -252,6 +320,9 @@ class StreamTokenRow(Base):
     conversation_id: Mapped[str] = mapped_column(String(128))
     expires_at: Mapped[datetime] = mapped_column()
     used_at: Mapped[datetime | None] = mapped_column()
+    token_sealed: Mapped[str | None] = mapped_column(Text)
+    """The token itself, sealed, so a repeat of its call's webhook gets it again; erased
+    when the token is used (docs/decisions.md, "One answer per CallSid")."""
 
     __table_args__ = (
         ForeignKeyConstraint(
@@ -263,6 +334,24 @@ class StreamTokenRow(Base):
         Index("ix_stream_tokens_conversation", "org_id", "conversation_id"),
         Index("ix_stream_tokens_expires_at", "expires_at"),
     )
+
+
+class TwilioCallRow(Base):
+    """A call the voice webhook answered, by its `CallSid`: the replay guard (API.md 13).
+
+    The primary key lets one request per call make its answer, on any instance; a repeat
+    reads it. `conversation_id` is None for a rejected call. No foreign key to the
+    conversation: a call stays answered after its conversation is deleted.
+    """
+
+    __tablename__ = "twilio_calls"
+
+    org_id: Mapped[str] = mapped_column(
+        ForeignKey("organizations.id", ondelete="CASCADE"), primary_key=True
+    )
+    call_sid: Mapped[str] = mapped_column(String(64), primary_key=True)
+    conversation_id: Mapped[str | None] = mapped_column(String(128))
+    answered_at: Mapped[datetime] = mapped_column()
 
 
 class ConversationItemRow(Base):
@@ -433,3 +522,14 @@ class WebhookDeliveryRow(Base):
         Index("ix_webhook_deliveries_status_next_attempt_at", "status", "next_attempt_at"),
         Index("ix_webhook_deliveries_webhook_id_created_at", "webhook_id", "created_at"),
     )
+
+
+class JobRow(Base):
+    """A periodic job that exactly one instance runs at a time (the retention sweep): the
+    instance holding it until `lease_until` runs it; past that, any instance may take it."""
+
+    __tablename__ = "jobs"
+
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    holder: Mapped[str | None] = mapped_column(String(128))
+    lease_until: Mapped[datetime | None] = mapped_column()

@@ -10,6 +10,8 @@ keeping the filter's state across chunks, so 20 ms pieces join without clicks or
 from __future__ import annotations
 
 import enum
+import io
+import wave
 from typing import TypeAlias
 
 import numpy as np
@@ -120,6 +122,19 @@ def render(samples: Samples, sample_rate: int, fmt: AudioFormat) -> bytes:
     return encode(fmt, resample(samples, sample_rate, fmt.sample_rate))
 
 
+def wav(samples: Samples, sample_rate: int, to_rate: int) -> bytes:
+    """A mono 16-bit PCM WAV file of float samples resampled to `to_rate` (what a carrier's
+    `<Play>` plays)."""
+    pcm = float_to_pcm16(resample(samples, sample_rate, to_rate)).astype("<i2").tobytes()
+    out = io.BytesIO()
+    with wave.open(out, "wb") as file:
+        file.setnchannels(1)
+        file.setsampwidth(2)
+        file.setframerate(to_rate)
+        file.writeframes(pcm)
+    return out.getvalue()
+
+
 def split_chunks(fmt: AudioFormat, data: bytes, milliseconds: int = OUTPUT_CHUNK_MS) -> list[bytes]:
     """Split encoded audio into chunks of `milliseconds` each; the last one may be shorter."""
     size = fmt.bytes_for(milliseconds)
@@ -153,19 +168,33 @@ class StreamResampler:
     """Resamples one stream chunk by chunk; the filter state carries across chunks.
 
     The output lags the input by the filter's delay (a few milliseconds at "HQ"); the
-    samples come out in order and sample n of the output is at time n / to_rate.
+    samples come out in order and sample n of the output is at time n / to_rate. `close`
+    frees libsoxr's stream at the end of a conversation.
     """
 
     def __init__(self, from_rate: int, to_rate: int) -> None:
         if from_rate <= 0 or to_rate <= 0:
             raise ValueError("sample rates must be positive")
         self._identity = from_rate == to_rate
+        self._closed = False
         self._stream = (
             None if self._identity else soxr.ResampleStream(from_rate, to_rate, 1, "float32", "HQ")
         )
 
+    def close(self) -> None:
+        """Free libsoxr's stream now (idempotent); `feed` then raises ValueError.
+
+        Not left to the collector: a listener sits in reference cycles until a collection,
+        and `python -m parley` freezes what is left at exit, so a stream not freed by then
+        outlives the interpreter and nanobind prints "leaked" lines for it.
+        """
+        self._closed = True
+        self._stream = None
+
     def feed(self, samples: Samples) -> Samples:
         """Return the output samples that the next input chunk completes."""
+        if self._closed:
+            raise ValueError("the resampler is closed")
         if self._stream is None:
             return np.asarray(samples, dtype=np.float32)
         out = self._stream.resample_chunk(np.asarray(samples, dtype=np.float32))

@@ -33,6 +33,12 @@ class SessionConfig:
     """The tools the model may call (section 12); the built-in ending tool included if listed."""
     keywords: tuple[str, ...] = ()
     """Words the recognizer should expect: the agent's `boosted_keywords` (API.md 4)."""
+    history: tuple[Turn, ...] = ()
+    """The conversation so far, when it goes on in a new engine (a caller back from a
+    transfer that was not answered)."""
+    hold_welcome: bool = False
+    """Hold the welcome until the user's first turn ends or `release_welcome` (a call
+    placed to someone: the callee speaks first, API.md section 15)."""
 
 
 # --- events (engine -> socket layer), in the order API.md section 8 lists them -----------
@@ -90,6 +96,28 @@ class AssistantEndedConversation:
 
 
 @dataclass(frozen=True)
+class AssistantHandedOff:
+    """A tool call handed the conversation on (a transfer, API.md section 15), after the
+    words said before it; the socket layer carries it out (the runner kept what it needs)."""
+
+
+@dataclass(frozen=True)
+class KeypadPressed:
+    """The assistant pressed phone keys (`keypad_input`), after what it said before them.
+
+    A phone call's codec plays them into the call as DTMF tones (engine/dtmf.py); the
+    socket sends a `dtmf` frame. The response's playback time includes the tones.
+    """
+
+    digits: str
+
+
+@dataclass(frozen=True)
+class AssistantChoseNotToRespond:
+    """The model chose to stay silent for this turn (`choose_not_to_respond`)."""
+
+
+@dataclass(frozen=True)
 class ToolCallInterrupted:
     """The user spoke while a reply waited for this sync call: the reply was dropped.
 
@@ -118,6 +146,9 @@ EngineEvent: TypeAlias = (
     | AssistantFinishedSpeaking
     | InterruptedResponse
     | AssistantEndedConversation
+    | AssistantHandedOff
+    | KeypadPressed
+    | AssistantChoseNotToRespond
     | ToolCallInterrupted
     | EngineWarning
 )
@@ -242,7 +273,25 @@ class EndConversation:
     """Yielded by a reply generator, after its text, to end the conversation."""
 
 
-ReplyPart: TypeAlias = str | EndConversation | ToolCallPart
+@dataclass(frozen=True)
+class HandOver:
+    """Queued to the speaker after a reply's words when a tool call handed the conversation
+    on: AssistantHandedOff follows AssistantFinishedSpeaking."""
+
+
+@dataclass(frozen=True)
+class PressKeys:
+    """In a reply stream (from the tool loop): press these keys after the text before."""
+
+    digits: str
+
+
+@dataclass(frozen=True)
+class StaySilent:
+    """In a reply stream (from the tool loop): the model chose not to respond."""
+
+
+ReplyPart: TypeAlias = str | EndConversation | ToolCallPart | PressKeys | StaySilent | HandOver
 
 
 class ReplyGenerator(Protocol):
@@ -324,8 +373,13 @@ class ConversationEngine(Protocol):
         """Take one chunk (at most 40 ms) of user audio in the session's input format."""
         ...
 
-    async def say(self, text: str) -> None:
-        """Speak exactly `text`, after anything already queued."""
+    async def say(self, text: str, *, then_end: bool = False) -> None:
+        """Speak exactly `text`, after anything already queued; with `then_end`, end the
+        conversation once it is said (AssistantEndedConversation)."""
+        ...
+
+    async def release_welcome(self, *, speak: bool = True) -> None:
+        """Speak the welcome held by `SessionConfig.hold_welcome` now, or drop it."""
         ...
 
     async def generate_reply(
@@ -340,6 +394,10 @@ class ConversationEngine(Protocol):
 
     async def update_tools(self, tools: tuple[ToolDefinition, ...]) -> None:
         """Offer these tools (instead of the current ones) to every later reply."""
+        ...
+
+    async def change_voice(self, voice_id: str) -> None:
+        """Speak every later sentence in this voice (an unknown one is warned about)."""
         ...
 
     async def mute(self) -> None:
@@ -369,6 +427,10 @@ class EngineFactory(Protocol):
 
     async def aclose(self) -> None:
         """Release the models and clients the plug-ins hold (call when the app stops)."""
+        ...
+
+    async def speak_wav(self, text: str, *, voice_id: str, sample_rate: int) -> bytes:
+        """`text` spoken whole in a voice, as a WAV file (a warm transfer's briefing)."""
         ...
 
     def create(

@@ -20,6 +20,9 @@ an InterruptedResponse. The history gets the model's words and calls of each too
 said, then what was said (or heard, on barge-in) after the last call.
 A reply generator that fails (a language model down or too slow) gets a `response_failed`
 warning and a short spoken apology; the conversation goes on.
+With `SessionConfig.hold_welcome` (a call placed to someone) the greeting waits: the end of
+the user's first turn speaks it, in place of a reply to that turn, or `release_welcome`
+does (the carrier heard a person); `release_welcome(speak=False)` drops it.
 """
 
 from __future__ import annotations
@@ -41,6 +44,8 @@ from parley import metrics
 from parley.clock import Clock
 from parley.engine.audio import OUTPUT_CHUNK_MS, check_input_chunk, decode
 from parley.engine.base import (
+    AssistantEndedConversation,
+    EndConversation,
     EngineEvent,
     EngineWarning,
     InputText,
@@ -96,6 +101,8 @@ class EngineSettings:
 @dataclass(frozen=True)
 class _Say:
     text: str
+    then_end: bool = False
+    """End the conversation once it is said (AssistantEndedConversation)."""
 
 
 @dataclass(frozen=True)
@@ -112,6 +119,8 @@ class _Heard:
 
     transcript: asyncio.Task[Transcript | None]
     ended_at: float
+    answered: bool = False
+    """The held welcome answered this turn: its words get no reply."""
 
 
 @dataclass
@@ -156,6 +165,7 @@ class DefaultEngine:
         self._tools = config.tools
         self._tool_runner = tool_runner
         self._recognizer = recognizer
+        self._synthesizer = synthesizer
         self._replies = replies
         self._vad_pool = vad_pool
         self._settings = settings
@@ -163,11 +173,14 @@ class DefaultEngine:
         self._listener: Listener | None = None
         self._task_group: TaskGroup | None = None
         self._history: deque[Turn] = deque(maxlen=self._settings.max_history)
+        self._history.extend(config.history)  # a conversation that goes on
         self._current: Response | None = None
         self._muted = False
         self._closed = False
         self._channels: _Channels | None = None
         self._stack = AsyncExitStack()
+        self._held_welcome: str | None = None
+        self._said_goodbye = False  # AssistantEndedConversation went out: nothing more
         voice = synthesizer.resolve_voice(config.voice_id)
         self._voice_warning = None
         if voice is None:
@@ -224,7 +237,10 @@ class DefaultEngine:
         if self._voice_warning is not None:
             await self._emit(self._voice_warning)
         greeting = self._replies.greeting(self._config)
-        if greeting:
+        if greeting and self._config.hold_welcome:
+            self._held_welcome = greeting
+            self._speaker.prepare(greeting)  # ready the moment the callee's turn ends
+        elif greeting:
             self._queue(_Say(greeting))
         return self
 
@@ -261,10 +277,18 @@ class DefaultEngine:
             else:
                 await self._finish_user_turn(event)
 
-    async def say(self, text: str) -> None:
-        """Queue `text` to be spoken as it is; raise TooManyPendingResponses when full."""
+    async def say(self, text: str, *, then_end: bool = False) -> None:
+        """Queue `text` to be spoken as it is, and with `then_end` end the conversation once
+        it is said; raise TooManyPendingResponses when full."""
         self._open_channels()
-        self._queue(_Say(text))
+        self._queue(_Say(text, then_end=then_end))
+
+    async def release_welcome(self, *, speak: bool = True) -> None:
+        """Speak the held welcome now (`speak`), or drop it; nothing if none is held."""
+        self._open_channels()
+        welcome, self._held_welcome = self._held_welcome, None
+        if welcome and speak:
+            self._queue(_Say(welcome))
 
     async def generate_reply(
         self, *, user_message: str | None = None, system_message: str | None = None
@@ -284,6 +308,16 @@ class DefaultEngine:
         """Offer `tools` to every later reply."""
         self._open_channels()
         self._tools = tools
+
+    async def change_voice(self, voice_id: str) -> None:
+        """Speak every later sentence in `voice_id`; an unknown voice is warned about and
+        the current one kept."""
+        self._open_channels()
+        voice = self._synthesizer.resolve_voice(voice_id)
+        if voice is None:
+            await self._warn("voice_not_available", f"Voice {voice_id!r} is not available.")
+            return
+        self._speaker.voice = voice
 
     async def mute(self) -> None:
         """Ignore input audio as speech; a user turn in progress finishes now."""
@@ -309,6 +343,7 @@ class DefaultEngine:
         if self._closed:
             return
         self._closed = True
+        self._speaker.discard_prepared()
         if self._channels is not None:
             self._channels.workers.cancel()
             self._channels.events_in.close()
@@ -346,6 +381,8 @@ class DefaultEngine:
             )
             await self._emit(InputText(transcript.text, transcript.language))
             self._history.append(Turn("user", transcript.text))
+            if heard.answered:
+                continue  # the welcome answered it: its words join the history only
             if self._ear().detector.in_turn:
                 continue  # the user goes on talking: the reply to that turn answers both
             try:
@@ -363,11 +400,13 @@ class DefaultEngine:
         self, jobs: MemoryObjectReceiveStream[_Say | _Reply], calls: TaskGroup
     ) -> None:
         async for job in jobs:
+            if self._said_goodbye:
+                continue  # the conversation is ending: later responses are not spoken
             response = self._current = Response()
             with response.scope:
                 try:
                     if isinstance(job, _Say):
-                        await self._speaker.speak(_text_only(job.text), response)
+                        await self._speaker.speak(_text_only(job.text, job.then_end), response)
                     else:
                         await self._tool_loop.reply(self._request(job), response, calls)
                 except Exception:
@@ -445,8 +484,12 @@ class DefaultEngine:
         task = self._ear().take_turn(finished)
         if task is None:
             return  # too little speech for a turn (a cough, a click)
+        welcome, self._held_welcome = self._held_welcome, None
+        if welcome:  # the callee's first words: the welcome answers them, at once
+            self._queue(_Say(welcome))
+        heard = _Heard(task, self._clock.monotonic(), answered=welcome is not None)
         try:
-            self._open_channels().turns_in.send_nowait(_Heard(task, self._clock.monotonic()))
+            self._open_channels().turns_in.send_nowait(heard)
         except anyio.WouldBlock:
             task.cancel()
             await self._warn("utterance_dropped", "Speech came faster than it could be handled.")
@@ -457,11 +500,15 @@ class DefaultEngine:
     async def _emit(self, event: EngineEvent) -> None:
         if self._channels is None:
             return
+        if isinstance(event, AssistantEndedConversation):
+            self._said_goodbye = True
         try:
             await self._channels.events_in.send(event)
         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
             logger.debug("engine event dropped after close: %r", event)
 
 
-async def _text_only(text: str) -> AsyncGenerator[ReplyPart, None]:
+async def _text_only(text: str, then_end: bool = False) -> AsyncGenerator[ReplyPart, None]:
     yield text
+    if then_end:
+        yield EndConversation()

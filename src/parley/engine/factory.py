@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from parley.clock import Clock, SystemClock
+from parley.engine.audio import wav
 from parley.engine.base import Recognizer, ReplyGenerator, SessionConfig, Synthesizer
 from parley.engine.default import DefaultEngine, EngineSettings
 from parley.engine.options import EngineOptions
@@ -49,6 +50,13 @@ class DefaultEngineFactory:
         await self.replies.aclose()
         if self.turn_model is not None:
             await self.turn_model.aclose()
+
+    async def speak_wav(self, text: str, *, voice_id: str, sample_rate: int) -> bytes:
+        """`text` spoken in `voice_id` (the default voice if unknown), a WAV file at
+        `sample_rate`."""
+        voice = self.synthesizer.resolve_voice(voice_id) or self.synthesizer.default_voice
+        samples = await self.synthesizer.synthesize(text, voice=voice)
+        return wav(samples, self.synthesizer.sample_rate, sample_rate)
 
     def create(
         self, config: SessionConfig, *, tool_runner: ToolRunner | None = None

@@ -157,12 +157,15 @@ class Listener:
         return task
 
     async def aclose(self) -> None:
-        """Cancel the decodes still running."""
+        """Cancel the decodes still running, then free the resamplers' libsoxr streams."""
         for task in list(self._tasks):
             task.cancel()
         for task in list(self._tasks):
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
+        self._to_recognizer.close()
+        if self._to_vad is not None:
+            self._to_vad.close()
 
     # --- internals ----------------------------------------------------------------------
 

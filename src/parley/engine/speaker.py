@@ -17,10 +17,17 @@ while the tool runs). A response that spoke nothing (a reply that only called to
 still framed by AssistantStartedSpeaking and AssistantFinishedSpeaking, with no audio
 between, so every response ends with exactly one of AssistantFinishedSpeaking or (from the
 engine, on barge-in) InterruptedResponse.
+
+A PressKeys ends the text before it too, then sends KeypadPressed (after
+AssistantStartedSpeaking: the tones are the response's sound) and counts the tones'
+duration as playback. A StaySilent ends the response with AssistantChoseNotToRespond: when
+nothing was said or pressed, instead of the Started/Finished framing (the client sees only
+that the assistant chose silence), else after AssistantFinishedSpeaking.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import aclosing
 from dataclasses import dataclass, field
@@ -31,16 +38,23 @@ import anyio.to_thread
 from parley.clock import Clock
 from parley.engine.audio import AudioFormat, render, split_chunks
 from parley.engine.base import (
+    AssistantChoseNotToRespond,
     AssistantEndedConversation,
     AssistantFinishedSpeaking,
+    AssistantHandedOff,
     AssistantStartedSpeaking,
     AudioChunk,
     EndConversation,
     EngineEvent,
+    HandOver,
+    KeypadPressed,
+    PressKeys,
     ReplyPart,
+    StaySilent,
     Synthesizer,
     ToolCallPart,
 )
+from parley.engine.dtmf import key_seconds
 from parley.engine.sentences import SentenceSplitter
 
 Emit = Callable[[EngineEvent], Awaitable[None]]
@@ -139,7 +153,8 @@ class Pacer:
 
 
 class Speaker:
-    """Speaks responses for one conversation in one voice and output format."""
+    """Speaks responses for one conversation in one voice (until `voice` changes: a transfer
+    to another agent) and one output format."""
 
     def __init__(
         self,
@@ -154,11 +169,21 @@ class Speaker:
     ) -> None:
         self._synthesizer = synthesizer
         self._voice = voice
+        self._prepared: dict[tuple[str, str], asyncio.Future[bytes]] = {}
         self._format = output_format
         self._chunk_ms = chunk_ms
         self._lead_s = lead_s
         self._clock = clock
         self._emit = emit
+
+    @property
+    def voice(self) -> str:
+        return self._voice
+
+    @voice.setter
+    def voice(self, voice: str) -> None:
+        """Speak later sentences in `voice` (a voice the synthesizer resolved)."""
+        self._voice = voice
 
     async def speak(
         self, parts: AsyncGenerator[ReplyPart | Break, None], response: Response
@@ -166,13 +191,17 @@ class Speaker:
         """Speak a reply stream to its end; cancel `response.scope` to stop it."""
         pacer = Pacer(self._clock, self._lead_s)
         splitter = SentenceSplitter()
-        ending = False
+        ending = silent = handing = False
         async with aclosing(parts) as stream:
             response.waiting = True
             async for part in stream:
                 response.waiting = False
                 if isinstance(part, EndConversation):
                     ending = True
+                elif isinstance(part, HandOver):
+                    handing = True
+                elif isinstance(part, StaySilent):
+                    silent = True
                 elif isinstance(part, str):
                     for sentence in splitter.feed(part):
                         await self._sentence(sentence, response, pacer)
@@ -182,23 +211,65 @@ class Speaker:
                     if isinstance(part, ToolCallPart):
                         response.calls_passed += 1
                         response.after_calls = len(response.sent)
+                    elif isinstance(part, PressKeys):
+                        await self._keys(part.digits, response, pacer)
                 response.waiting = not splitter.pending
         response.waiting = False
         for sentence in splitter.flush():
             await self._sentence(sentence, response, pacer)
         await pacer.drain()
+        if silent and not response.started:  # silence chosen, nothing said: no framing
+            response.finished = True
+            await self._emit(AssistantChoseNotToRespond())
+            return
         if not response.started:  # nothing was spoken: frame the response all the same
             response.started = True
             await self._emit(AssistantStartedSpeaking())
         await self._emit(AssistantFinishedSpeaking())
         response.finished = True
+        if silent:
+            await self._emit(AssistantChoseNotToRespond())
         if ending:
             await self._emit(AssistantEndedConversation())
+        elif handing:
+            await self._emit(AssistantHandedOff())
+
+    async def _keys(self, digits: str, response: Response, pacer: Pacer) -> None:
+        """Press keys: KeypadPressed, its tones counted as playback (see the module doc)."""
+        if not response.started:
+            response.started = True
+            response.first_audio_at = self._clock.monotonic()
+            await self._emit(AssistantStartedSpeaking())
+        await pacer.wait_for_room()
+        await self._emit(KeypadPressed(digits))
+        response.on_air.set()
+        pacer.sent(key_seconds(digits))
+        response.playing_until = pacer.end
+
+    def prepare(self, text: str) -> None:
+        """Render the sentences of `text` ahead (a held welcome: it is spoken the moment the
+        callee's first turn ends, with no synthesis then); `speak` uses them once."""
+        splitter = SentenceSplitter()
+        for sentence in splitter.feed(text) + splitter.flush():
+            key = (sentence, self._voice)
+            if key not in self._prepared:
+                self._prepared[key] = asyncio.ensure_future(self._render(sentence))
+
+    def discard_prepared(self) -> None:
+        """Drop what was rendered ahead and not spoken (the conversation ends)."""
+        for task in self._prepared.values():
+            task.cancel()
+        self._prepared.clear()
+
+    async def _render(self, sentence: str) -> bytes:
+        samples = await self._synthesizer.synthesize(sentence, voice=self._voice)
+        rate = self._synthesizer.sample_rate
+        return await anyio.to_thread.run_sync(render, samples, rate, self._format)
 
     async def _sentence(self, sentence: str, response: Response, pacer: Pacer) -> None:
         fmt = self._format
-        samples = await self._synthesizer.synthesize(sentence, voice=self._voice)
-        data = await anyio.to_thread.run_sync(render, samples, self._synthesizer.sample_rate, fmt)
+        ready = self._prepared.pop((sentence, self._voice), None)
+        data = await ready if ready is not None else await self._render(sentence)
         seconds = fmt.duration(data)
         for index, chunk in enumerate(split_chunks(fmt, data, self._chunk_ms)):
             if not response.started:

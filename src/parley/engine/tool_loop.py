@@ -10,6 +10,15 @@ turn per call (the model's history must pair each call with an output, even whil
   gets `{"error": ...}` and a `tool_call_invalid` warning;
 - `natural_conversation_ending` is not run: the words queued are spoken to their end, then
   AssistantEndedConversation (the speaker never gets there when the reply is interrupted);
+- `keypad_input` is not run either: its output is KEYPAD_DONE at once, and a PressKeys
+  after the round's words makes the speaker send KeypadPressed (the tones) in order with
+  the speech; the model is asked again, as after any call;
+- `choose_not_to_respond` (output KEYPAD_DONE) ends the reply: the model is not asked
+  again and the speaker, after the words already queued (a model that chooses silence
+  says none), sends AssistantChoseNotToRespond;
+- a sync call whose runner answers a HandOff (a transfer) ends the reply too: the model
+  hears the HandOff's output and is not asked again; after the words the speaker sends
+  AssistantHandedOff (never after an interruption);
 - a `sync` call holds `{"status": "running"}` until its output replaces it; the model is
   asked again once every sync call of the round has answered. A sync call silent for
   HOLDING_LINE_AFTER_S gets a holding line as soon as nothing is being spoken;
@@ -46,9 +55,12 @@ from parley.engine.base import (
     EndConversation,
     EngineEvent,
     EngineWarning,
+    HandOver,
+    PressKeys,
     ReplyGenerator,
     ReplyPart,
     ReplyRequest,
+    StaySilent,
     ToolCallInterrupted,
     ToolCallPart,
     Turn,
@@ -60,7 +72,11 @@ from parley.engine.tools import (
     ASYNC_STARTED,
     END_CONVERSATION_TOOL,
     HOLDING_LINE_AFTER_S,
+    KEYPAD_DONE,
+    KEYPAD_TOOL,
     MAX_TOOL_ROUNDS,
+    SILENCE_TOOL,
+    HandOff,
     ToolDefinition,
     ToolInvocation,
     ToolRunner,
@@ -84,6 +100,7 @@ Emit = Callable[[EngineEvent], Awaitable[None]]
 class _Running:
     call: ToolInvocation
     done: anyio.Event
+    handed_off: bool = False
 
 
 class ToolLoop:
@@ -155,8 +172,9 @@ class ToolLoop:
             if not offered:
                 logger.warning("the model called tools it was not offered; ignored")
                 return
-            if await self._call(made, text, offered, response, send, calls):
-                send.send_nowait(EndConversation())
+            last = await self._call(made, text, offered, response, send, calls)
+            if last is not None:  # an ending, a silence or a hand-over: no more rounds
+                send.send_nowait(last)
                 return
 
     async def _stream(
@@ -183,13 +201,15 @@ class ToolLoop:
         response: Response,
         send: MemoryObjectSendStream[Part],
         calls: TaskGroup,
-    ) -> bool:
-        """Record and start one round's calls, wait for the sync ones; return True to end."""
+    ) -> EndConversation | StaySilent | HandOver | None:
+        """Record and start one round's calls, wait for the sync ones; return the part that
+        ends the reply (an ending, a silence or a hand-over), None to ask the model again."""
         tools = {tool.name: tool for tool in offered}
         # The call's turn and all its outputs join the history with no await between them:
         # a barge-in must not leave a call without its `tool` turn.
         self._history.append(Turn("assistant", text, tool_calls=tuple(made)))
-        ending = False
+        last: EndConversation | StaySilent | HandOver | None = None
+        keys: list[PressKeys] = []
         runs: list[tuple[ToolDefinition, ToolInvocation]] = []
         refusals: list[str] = []
         for part in made:
@@ -201,8 +221,15 @@ class ToolLoop:
                 continue
             definition = tools[call.name]
             if call.name == END_CONVERSATION_TOOL:
-                ending = True
+                last = EndConversation()
                 self._history.append(_output_turn(call.id, ENDING))
+                continue
+            if call.name in (KEYPAD_TOOL, SILENCE_TOOL):
+                if call.name == KEYPAD_TOOL:
+                    keys.append(PressKeys(str(call.arguments["digits"])))
+                elif last is None:
+                    last = StaySilent()
+                self._history.append(_output_turn(call.id, KEYPAD_DONE))
                 continue
             sync = definition.execution_mode == "sync"
             self._history.append(_output_turn(call.id, SYNC_RUNNING if sync else ASYNC_STARTED))
@@ -215,6 +242,8 @@ class ToolLoop:
         for part in made:  # the words before the calls are complete: the speaker says them
             response.calls_queued += 1
             send.send_nowait(part)
+        for press in keys:  # after the words said before them
+            send.send_nowait(press)
         if speech_first:
             try:
                 with anyio.move_on_after(SPEECH_WAIT_LIMIT_S):  # a silent voice holds none back
@@ -230,7 +259,9 @@ class ToolLoop:
             if tool.execution_mode == "sync":
                 waiting.append(running)
         await self._wait(waiting, response, send)
-        return ending
+        if last is None and any(running.handed_off for running in waiting):
+            last = HandOver()
+        return last
 
     async def _wait(
         self, waiting: list[_Running], response: Response, send: MemoryObjectSendStream[Part]
@@ -276,6 +307,9 @@ class ToolLoop:
         except Exception:
             logger.exception("the tool runner failed on %r", call.name)
             output = {"error": "the tool failed"}
+        if isinstance(output, HandOff):
+            running.handed_off = True
+            output = output.output
         self._set_output(call.id, output)
         running.done.set()
 

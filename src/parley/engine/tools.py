@@ -11,7 +11,11 @@ never a crash); a `sync` call's output goes back to the model, which is asked ag
 MAX_TOOL_ROUNDS rounds, then once more without tools so the turn ends in words); an `async`
 call answers `{"status": "started"}` at once and its real output replaces that in the history
 when it arrives. `natural_conversation_ending` ends the conversation after the sentence being
-spoken, unless that reply was interrupted.
+spoken, unless that reply was interrupted. `keypad_input` presses keys after what is being
+said (KeypadPressed: DTMF tones on a call, a `dtmf` frame on the socket; the model is told
+KEYPAD_DONE and asked again); `choose_not_to_respond` ends the reply in silence (no more
+words, AssistantChoseNotToRespond). A runner that answers a HandOff (a transfer) ends the
+reply after its words: AssistantHandedOff, and the socket layer hands the conversation on.
 """
 
 from __future__ import annotations
@@ -28,6 +32,18 @@ HOLDING_LINE_AFTER_S = 1.5
 
 END_CONVERSATION_TOOL = "natural_conversation_ending"
 """The built-in tool: the model may end the conversation (API.md section 12)."""
+
+KEYPAD_TOOL = "keypad_input"
+"""The built-in tool: the model presses phone keys, `digits` of 0-9 * # (API.md section 15)."""
+
+SILENCE_TOOL = "choose_not_to_respond"
+"""The built-in tool: the model stays silent for this turn (API.md section 15)."""
+
+BUILT_IN_TOOL_NAMES = (END_CONVERSATION_TOOL, KEYPAD_TOOL, SILENCE_TOOL)
+"""The tools the engine handles itself; an agent may list each by name."""
+
+KEYPAD_DONE: Mapping[str, Any] = {"success": True}
+"""What the model is told for a `keypad_input` call (and a `choose_not_to_respond` one)."""
 
 ASYNC_STARTED: Mapping[str, Any] = {"status": "started"}
 """What the model is told at once for an `async` tool."""
@@ -46,6 +62,15 @@ class ToolDefinition:
 
 
 @dataclass(frozen=True)
+class HandOff:
+    """What a runner answers for a call that hands the conversation on (a transfer, API.md
+    section 15): the model hears `output`; the reply ends after the words already said (the
+    model is not asked again), and AssistantHandedOff follows AssistantFinishedSpeaking."""
+
+    output: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
 class ToolInvocation:
     """One call the model made, its arguments parsed and checked against the schema."""
 
@@ -58,7 +83,7 @@ class ToolRunner(Protocol):
     """Runs the calls of one conversation; implemented by the conversation session."""
 
     async def run(self, call: ToolInvocation) -> Any:
-        """Run one call and return its output (a JSON value).
+        """Run one call and return its output (a JSON value), or a HandOff.
 
         A tool that fails (an endpoint down, a client that does not answer in time) is an
         output such as `{"error": "timed out"}`, never an exception: the conversation goes on.

@@ -12,6 +12,7 @@ Defaults and limits, all enforced here or by the outbound client it calls throug
 - 3 s for the whole fetch (resolution, connection, headers and body);
 - at most 256 KiB of body, read as a stream and abandoned past the cap; no compression;
 - no redirect is followed: only a 200 answer is a JWKS;
+- sent with `User-Agent: Parley-JWKS`;
 - `Cache-Control: max-age` gives the lifetime, clamped to 5 min .. 24 h (default 10 min;
   `no-cache`/`no-store` count as the minimum).
 
@@ -46,6 +47,7 @@ MIN_MAX_AGE: Final = 300
 MAX_MAX_AGE: Final = 86_400
 
 SWITCHES: Final = "PARLEY_JWKS_ALLOW"
+USER_AGENT: Final = "Parley-JWKS"
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,7 +126,10 @@ class JwksFetcher:
                 "GET",
                 url,
                 policy=self._policy,
-                headers={"Accept": "application/jwk-set+json, application/json"},
+                headers={
+                    "Accept": "application/jwk-set+json, application/json",
+                    "User-Agent": USER_AGENT,
+                },
                 timeout_s=self._timeout,
                 max_bytes=self._max_bytes,
             )

@@ -11,30 +11,36 @@ Each call, in order (STYLE convention 22; stripe/smokescreen is the model):
 4. no redirect is followed: a 3xx is returned to the caller as any other answer;
 5. one time cap covers resolution, connection, headers and body; the body is read raw as a
    stream and abandoned past the byte cap; a compressed answer is refused (it was not
-   asked for, and its size on the wire says nothing of its size unpacked).
+   asked for, and its size on the wire says nothing of its size unpacked). A caller that
+   wants the status only (`ignore_body=True`, webhook deliveries) gets it whatever the body:
+   what of it comes within the cap and a short drain is read and dropped (so the connection
+   can be kept), the rest abandoned.
 
 No environment proxy sits between the check and the request, and no cookie is kept.
 
 The pools are aiohttp's (its C HTTP parser: a webhook delivery costs the serving process about
-a sixth of the CPU it cost through httpx, measured in docs/performance.md). aiohttp connects
-through `_PinnedResolver`, which never resolves: it answers with the address this client
-checked for the host name just before the request, and its own DNS cache is off. Connections
-are kept alive per host name (aiohttp keys its pool by host name, port and TLS), so a
-connection opened, and for https verified, for one host name never carries a request for
-another; an idle one is closed after `KEEPALIVE_SECONDS`. A webhook's deliveries then cost no
-new TCP and TLS handshake each. Tests may hand the client an httpx client with a
-MockTransport instead (STYLE convention 5): each request then goes through it, to the checked
-address with `Host` and SNI set by hand. The client logs nothing: a header or body may hold a
-secret.
+a sixth of the CPU it cost through httpx, measured in docs/performance.md). aiohttp is handed
+the URL with the checked address in place of the host name, and the name as `server_hostname`
+(SNI and the certificate check) and `Host`; it never resolves (`_NoResolver`). Its pool keys a
+connection by address, port, TLS and that name, and each `AddressPolicy` has a pool of its
+own, so a kept-alive connection carries only requests of the same policy whose checked address
+is its peer and whose host name it was opened (and, for https, verified) for: a JWKS fetch
+allowed to reach loopback never leaves a connection a tool call could reuse once the name
+resolves elsewhere. An idle connection is closed after `KEEPALIVE_SECONDS`. A webhook's
+deliveries then cost no new TCP and TLS handshake each. Tests may hand the client an httpx
+client with a MockTransport instead (STYLE convention 5): each request then goes through it,
+to the checked address with `Host` and SNI set by hand. Every request carries a `User-Agent`
+(the caller's, else `DEFAULT_USER_AGENT`). The client logs nothing: a header or body may hold
+a secret.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ipaddress
 import socket
-from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -55,11 +61,27 @@ HostResolver = Callable[[str, int], Awaitable[Sequence[str]]]
 """Resolve (host, port) to IP address strings; injectable for tests."""
 
 MAX_CONNECTIONS = 100
-"""Connections open at once, all host names together (httpx's default limit)."""
-MAX_PINNED = 1024
-"""Host names whose checked address is remembered for the next connection."""
+"""Connections open at once per policy, all addresses together (httpx's default limit)."""
 KEEPALIVE_SECONDS = 5.0
 """An idle kept-alive connection is closed after this long."""
+DRAIN_SECONDS = 1.0
+"""How long a status-only call waits for the rest of a body it drops (`ignore_body`)."""
+FRAMING_HEADERS = frozenset(
+    {
+        "host",
+        "content-length",
+        "transfer-encoding",
+        "connection",
+        "upgrade",
+        "te",
+        "trailer",
+        "keep-alive",
+        "proxy-connection",
+    }
+)
+"""Headers that frame or route a message (lower-case): set by this client, never a caller's."""
+DEFAULT_USER_AGENT = "Parley"
+"""The `User-Agent` of a call whose caller names none (never the HTTP library's)."""
 
 
 async def resolve_host(host: str, port: int) -> list[str]:
@@ -90,40 +112,17 @@ class OutboundResponse:
         return 300 <= self.status < 400 and "location" in self.headers
 
 
-class _PinnedResolver:
-    """aiohttp's resolver: the address the client checked for a host name, never a DNS
-    answer of its own (a second answer could point elsewhere: DNS rebinding)."""
-
-    def __init__(self) -> None:
-        self._pinned: OrderedDict[str, str] = OrderedDict()
-
-    def pin(self, host: str, address: str) -> None:
-        """Remember the checked address a new connection to `host` must use."""
-        self._pinned[host] = address
-        self._pinned.move_to_end(host)
-        while len(self._pinned) > MAX_PINNED:
-            self._pinned.popitem(last=False)
+class _NoResolver:
+    """aiohttp's resolver, never asked: every URL it is handed names the checked address
+    itself. Asked anyway, it refuses, so no DNS answer of aiohttp's own is ever used."""
 
     async def resolve(
         self,
         host: str,
-        port: int = 0,
+        port: int = 0,  # noqa: ARG002 - aiohttp's signature
         family: socket.AddressFamily = socket.AF_INET,  # noqa: ARG002 - aiohttp's signature
     ) -> list[dict[str, Any]]:
-        address = self._pinned.get(host)
-        if address is None:  # only a request this client checked connects
-            raise OSError(f"no checked address for {host}")
-        inet = socket.AF_INET6 if ":" in address else socket.AF_INET
-        return [
-            {
-                "hostname": host,
-                "host": address,
-                "port": port,
-                "family": inet,
-                "proto": 0,
-                "flags": socket.AI_NUMERICHOST,
-            }
-        ]
+        raise OSError(f"no checked address for {host}")
 
     async def close(self) -> None:
         return None
@@ -138,27 +137,27 @@ class OutboundClient:
         """Send through aiohttp's pools (see the module doc), or through `http` when given
         (tests hand one a MockTransport, STYLE convention 5); follow no redirects."""
         self._given = http
-        self._session: aiohttp.ClientSession | None = None
-        self._resolver = _PinnedResolver()
+        self._sessions: dict[AddressPolicy, aiohttp.ClientSession] = {}
         self._resolve = resolve
 
     async def aclose(self) -> None:
         """Close the HTTP clients."""
         if self._given is not None:
             await self._given.aclose()
-        session, self._session = self._session, None
-        if session is not None:
+        sessions, self._sessions = self._sessions, {}
+        for session in sessions.values():
             await session.close()
 
-    def _pool(self) -> aiohttp.ClientSession:
-        """The session whose connections are kept alive per host name (made on first use:
-        it belongs to the running event loop)."""
-        if self._session is None or self._session.closed:
+    def _pool(self, policy: AddressPolicy) -> aiohttp.ClientSession:
+        """The session of `policy`'s calls, whose connections are kept alive per address,
+        port, TLS and host name (made on first use: it belongs to the running event loop)."""
+        session = self._sessions.get(policy)
+        if session is None or session.closed:
             import aiohttp
 
-            self._session = aiohttp.ClientSession(
+            session = self._sessions[policy] = aiohttp.ClientSession(
                 connector=aiohttp.TCPConnector(
-                    resolver=self._resolver,  # type: ignore[arg-type] # duck-typed resolver
+                    resolver=_NoResolver(),  # type: ignore[arg-type] # duck-typed resolver
                     use_dns_cache=False,
                     limit=MAX_CONNECTIONS,
                     keepalive_timeout=KEEPALIVE_SECONDS,
@@ -167,7 +166,7 @@ class OutboundClient:
                 auto_decompress=False,
                 trust_env=False,
             )
-        return self._session
+        return session
 
     async def request(
         self,
@@ -179,9 +178,12 @@ class OutboundClient:
         content: bytes | None = None,
         timeout_s: float,
         max_bytes: int,
+        ignore_body: bool = False,
     ) -> OutboundResponse:
         """Send one request and read its answer within `timeout_s` and `max_bytes`.
 
+        With `ignore_body`, the answer's body is dropped unread past the cap or a short
+        drain, whatever its size or encoding, and the response's `body` is empty.
         Raises OutboundRefused (nothing was sent), OutboundTimeout, OutboundTooLarge or
         OutboundFailed; never retries.
         """
@@ -190,22 +192,15 @@ class OutboundClient:
 
         target = policy.checked_url(url)
         try:
-            async with asyncio.timeout(timeout_s):
+            async with asyncio.timeout(timeout_s) as scope:
                 address = await self._checked_address(target, policy)
                 sent = _sent_headers(target, headers or {})
+                caps = _Caps(max_bytes, ignore_body, scope.when())
                 if self._given is not None:
                     return await _send_given(
-                        self._given,
-                        method,
-                        target,
-                        address,
-                        sent,
-                        content,
-                        timeout_s,
-                        max_bytes,
-                        policy,
+                        self._given, method, target, address, sent, content, timeout_s, caps, policy
                     )
-                return await self._send(method, target, address, sent, content, max_bytes, policy)
+                return await self._send(method, target, address, sent, content, caps, policy)
         except TimeoutError:
             raise OutboundTimeout(f"{policy.subject} did not answer in time.") from None
         except httpx.TimeoutException:
@@ -235,30 +230,69 @@ class OutboundClient:
         address: str,
         headers: Mapping[str, str],
         content: bytes | None,
-        max_bytes: int,
+        caps: _Caps,
         policy: AddressPolicy,
     ) -> OutboundResponse:
-        """Through aiohttp: the URL keeps its host name (Host, SNI and the certificate check
-        follow it); a new connection goes to `address`, pinned for it."""
+        """Through aiohttp, to `address` itself: the host name goes as `server_hostname`
+        (SNI and the certificate check) and `Host`, and is part of the pool's key."""
         import yarl
 
-        self._resolver.pin(url.raw_host.decode("ascii"), address)
-        async with self._pool().request(
+        async with self._pool(policy).request(
             method,
-            yarl.URL(str(url), encoded=True),
+            yarl.URL(str(url.copy_with(host=address)), encoded=True),
             headers=headers,
             data=content,
             allow_redirects=False,
+            server_hostname=url.raw_host.decode("ascii"),
         ) as response:
-            _check_encoding(response.headers, max_bytes, policy)
+            if caps.ignore_body:
+                await _drain(response.content.iter_any(), caps)
+                return OutboundResponse(
+                    status=response.status, headers=response.headers, body=b"", url=str(url)
+                )
+            _check_encoding(response.headers, caps.max_bytes, policy)
             body = bytearray()
             async for chunk in response.content.iter_any():
                 body += chunk
-                if len(body) > max_bytes:
-                    raise _too_large(max_bytes, policy)
+                if len(body) > caps.max_bytes:
+                    raise _too_large(caps.max_bytes, policy)
             return OutboundResponse(
                 status=response.status, headers=response.headers, body=bytes(body), url=str(url)
             )
+
+
+@dataclass(frozen=True, slots=True)
+class _Caps:
+    """How much of an answer is read, and until when."""
+
+    max_bytes: int
+    ignore_body: bool
+    deadline: float | None
+    """The event loop time the whole call must end by."""
+
+
+async def _drain(chunks: AsyncIterator[bytes], caps: _Caps) -> None:
+    """Read and drop a body within `max_bytes` and `DRAIN_SECONDS` (ending before the
+    call's deadline); stop quietly past either, or at a broken body: only the status counts."""
+    loop = asyncio.get_running_loop()
+    budget = DRAIN_SECONDS
+    if caps.deadline is not None:
+        budget = min(budget, caps.deadline - loop.time() - 0.05)
+    if budget <= 0:
+        return
+    read = 0
+    with contextlib.suppress(TimeoutError, OSError, ValueError, _client_errors()):
+        async with asyncio.timeout(budget):
+            async for chunk in chunks:
+                read += len(chunk)
+                if read > caps.max_bytes:
+                    return
+
+
+def _client_errors() -> type[Exception]:
+    import aiohttp
+
+    return aiohttp.ClientError
 
 
 async def _send_given(
@@ -269,10 +303,12 @@ async def _send_given(
     headers: Mapping[str, str],
     content: bytes | None,
     timeout_s: float,
-    max_bytes: int,
+    caps: _Caps,
     policy: AddressPolicy,
 ) -> OutboundResponse:
     """Through the httpx client given: to the address itself, `Host` and SNI by hand."""
+    import httpx
+
     request = http.build_request(
         method,
         url.copy_with(host=address),
@@ -283,12 +319,16 @@ async def _send_given(
     )
     response = await http.send(request, stream=True, follow_redirects=False)
     try:
-        _check_encoding(response.headers, max_bytes, policy)
         body = bytearray()
-        async for chunk in response.aiter_bytes():  # identity encoding: the raw bytes
-            body += chunk
-            if len(body) > max_bytes:
-                raise _too_large(max_bytes, policy)
+        if caps.ignore_body:
+            with contextlib.suppress(httpx.HTTPError):
+                await _drain(response.aiter_raw(), caps)
+        else:
+            _check_encoding(response.headers, caps.max_bytes, policy)
+            async for chunk in response.aiter_bytes():  # identity encoding: the raw bytes
+                body += chunk
+                if len(body) > caps.max_bytes:
+                    raise _too_large(caps.max_bytes, policy)
     finally:
         await response.aclose()
     return OutboundResponse(
@@ -297,14 +337,17 @@ async def _send_given(
 
 
 def _sent_headers(url: httpx.URL, headers: Mapping[str, str]) -> dict[str, str]:
-    """The caller's headers, with `Host` the URL's name and no compression asked for."""
+    """The caller's headers but framing ones, with `Host` the URL's name and no compression
+    asked for."""
     sent = {
         name: value
         for name, value in headers.items()
-        if name.lower() not in ("host", "accept-encoding", "content-length")
+        if name.lower() not in FRAMING_HEADERS and name.lower() != "accept-encoding"
     }
     sent["Host"] = url.netloc.decode("ascii")  # the name, not the address
     sent["Accept-Encoding"] = "identity"
+    if not any(name.lower() == "user-agent" for name in sent):
+        sent["User-Agent"] = DEFAULT_USER_AGENT
     return sent
 
 

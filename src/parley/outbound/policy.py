@@ -6,10 +6,13 @@ Defaults, each relaxed only by the operator's switch named in the refusal:
 - a host and no userinfo (`https://user:pw@…` would put a credential in every log on the way);
 - every address the host resolves to must be public: no loopback, private, link-local,
   shared (CGNAT), reserved, multicast or unspecified address, their IPv4-mapped, 6to4 and
-  NAT64 (64:ff9b::/96) forms included (`<switches>_PRIVATE_NETWORKS=true` allows them).
+  NAT64 (64:ff9b::/96) forms included (`<switches>_PRIVATE_NETWORKS=true` allows them);
+  `localhost` and names under `.localhost` (RFC 6761: always loopback) are refused as a
+  literal loopback address is, before any resolution.
 
 `static_refusal` applies what can be decided without resolving (creation-time checks, API.md
-12); the client (`OutboundClient`) checks the resolved addresses again at every call.
+12: a scheme, userinfo, a literal private address, a localhost name); the client
+(`OutboundClient`) checks the resolved addresses again at every call.
 One policy implementation serves every caller: JWKS fetches use it with their own switches
 (PARLEY_JWKS_ALLOW_*), tools and webhooks with PARLEY_OUTBOUND_ALLOW_*.
 """
@@ -52,6 +55,13 @@ def literal_address(host: str) -> str | None:
         return str(ipaddress.ip_address(host.strip("[]")))
     except ValueError:
         return _legacy_ipv4(host)
+
+
+def is_localhost_name(host: str) -> bool:
+    """Tell whether `host` is `localhost` or a name under `.localhost` (RFC 6761 section
+    6.3: always loopback), in any case, with or without the root's trailing dot."""
+    name = host.rstrip(".").lower()
+    return name == "localhost" or name.endswith(".localhost")
 
 
 def _legacy_ipv4(host: str) -> str | None:
@@ -114,6 +124,8 @@ class AddressPolicy:
             raise OutboundRefused(f"{self.subject} must name a host and no credentials.")
         literal = literal_address(parsed.host)
         if literal is not None and self.address_refusal([literal]):
+            raise OutboundRefused(self.private_refusal)
+        if is_localhost_name(parsed.host) and not self.allow_private_networks:
             raise OutboundRefused(self.private_refusal)
         return parsed
 

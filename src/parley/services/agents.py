@@ -15,6 +15,8 @@ Rules:
 8. Each change is announced to the organization's webhooks in its own transaction
    (services/events.py): agent.created, .updated (release of numbers included), .disabled,
    .enabled (only when the state changes), .deleted (the agent as it was).
+9. The silence settings are in range (services/silence.py; 400 `validation_error` naming
+   the field).
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from parley.services.context import Context
 from parley.services.event_payloads import agent_json
 from parley.services.orgs import MAIN_PROJECT
 from parley.services.paging import page_of
+from parley.services.silence import DEFAULT_POKE_TEXT, check_silence
 from parley.services.tools import check_tool_names
 from parley.services.voices import SpeechCatalog, check_speech
 
@@ -71,6 +74,11 @@ async def create_agent(
     """Create an agent in a project (default `main`); its voice and language must be ones
     `speech` (the engine's catalog; None: not checked) can use."""
     check_speech(speech, voice_id=spec.voice_id, language=spec.language)
+    check_silence(
+        poke_sec=spec.no_input_poke_sec,
+        poke_text=spec.no_input_poke_text,
+        end_sec=spec.no_input_end_conversation_sec,
+    )
     now = utcnow(ctx.clock)
     async with ctx.db.transaction(UNIQUE_VIOLATIONS) as session:
         in_project = await project_repo.resolve(session, org_id, project or MAIN_PROJECT)
@@ -155,6 +163,7 @@ async def update_agent(
             voice_id=None if isinstance(patch.voice_id, Unset) else patch.voice_id,
             language=None if isinstance(patch.language, Unset) else patch.language,
         )
+        _check_silence_patch(patch)
         if not isinstance(patch.name, Unset) and patch.name != agent.name:
             if await agent_repo.name_taken(session, agent.project_id, patch.name):
                 raise NameTaken("An agent with this name already exists in the project.")
@@ -363,6 +372,20 @@ async def _check_merged(session: Session, agent: AgentState, patch: AgentPatch) 
         )
     if not isinstance(patch.tools, Unset):
         await check_tool_names(session, agent.project_id, patch.tools)
+
+
+def _check_silence_patch(patch: AgentPatch) -> None:
+    """Rule 9: the silence settings a patch sets are in range (each alone: they are
+    independent)."""
+    check_silence(
+        poke_sec=None if isinstance(patch.no_input_poke_sec, Unset) else patch.no_input_poke_sec,
+        poke_text=_pick(patch.no_input_poke_text, DEFAULT_POKE_TEXT),
+        end_sec=(
+            None
+            if isinstance(patch.no_input_end_conversation_sec, Unset)
+            else patch.no_input_end_conversation_sec
+        ),
+    )
 
 
 def _pick(value: T | Unset, current: T) -> T:

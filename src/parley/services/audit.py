@@ -23,7 +23,7 @@ import base64
 import binascii
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC
 from typing import Any, Final
@@ -60,6 +60,8 @@ ACTIONS: Final = frozenset(
         "jwt.update",
         "jwt.refresh",
         "conversation.end",
+        "conversation.outbound_call",
+        "conversation.delete",
         "telephony.update",
         "telephony.delete",
         "dashboard.sign_in",
@@ -124,6 +126,26 @@ async def record(
     event = _with_hash(unhashed)
     await audit_repo.append(session, event)
     return event
+
+
+async def record_many(
+    session: Session,
+    ctx: DatabaseContext,
+    *,
+    org_id: str,
+    actor: Actor,
+    entries: Sequence[tuple[str, str, Mapping[str, Any] | None]],
+) -> None:
+    """Append several events (action, target, details) to the organization's chain, in
+    order, inside the caller's transaction: the chain locked once, one insert."""
+    seq, prev_hash = await audit_repo.lock_chain(session, org_id)
+    events = []
+    for action, target, details in entries:
+        seq += 1
+        event = _with_hash(_unhashed(ctx, org_id, actor, action, target, details, seq, prev_hash))
+        events.append(event)
+        prev_hash = event.hash
+    await audit_repo.append_many(session, events)
 
 
 async def record_guarded(

@@ -1,8 +1,15 @@
-"""Authentication: from what a request presents to a Principal (API.md section 1).
+"""Authentication: from what a request presents to a principal (API.md sections 1 and 13).
 
-The one path of every REST request and every WebSocket handshake:
-`presented_credential` picks the credential, `authenticate` proves it and decides whether
-its kind may act here, and only then admits a JWT (steps 9 to 11: rate limit, `jti`).
+The one path of every request and socket that carries a credential; the HTTP layer calls
+nothing else to authenticate:
+- REST and the conversation WebSocket: `presented_credential` picks the credential,
+  `authenticate` proves it and decides whether its kind may act here, and only then admits
+  a JWT (steps 9 to 11: rate limit, `jti`);
+- the carrier's voice webhook: `authenticate_carrier` checks its `X-Twilio-Signature`
+  (the algorithm: services/twilio_signature.py) and names the account's organization;
+- a call's media socket: `authenticate_stream` redeems the stream token of its `start`
+  (services/telephony.py rule 4);
+- `/metrics`: `authenticate_scrape` checks the operator's `PARLEY_METRICS_TOKEN`.
 
 Rules:
 1. Exactly one credential per request: a second Authorization header, or a header and a
@@ -17,26 +24,73 @@ Rules:
    instant (services/credential_cache.py).
 5. A credential whose kind may not act on the route is 403 `insufficient_scope`, decided
    before anything is admitted or recorded: a JWT refused there keeps its `jti` unused.
+6. A carrier callback's signature (the voice webhook, a call's status and machine-detection
+   callbacks) is over `PARLEY_PUBLIC_URL` + path + query (never the Host header a proxy
+   passes on), compared in constant time, and computed for an unknown account too (a dummy
+   key), so the answer takes as long: a missing or wrong signature and an unknown
+   `AccountSid` get one answer, 403 `invalid_signature`.
+7. A scrape of `/metrics`, when the operator set a token, carries exactly one
+   `Authorization: Bearer <token>`, compared in constant time; anything else is 401
+   `unauthorized`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hmac
 import logging
 import re
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Final
 
 from parley import credentials, jwt
 from parley.credentials import CredentialKind
-from parley.errors import InsufficientScope, MultipleCredentials, Unauthorized, Unavailable
-from parley.records import Principal
-from parley.services import api_keys, session_tokens
+from parley.db.repos import telephony as telephony_repo
+from parley.errors import (
+    InsufficientScope,
+    InvalidCarrierSignature,
+    MultipleCredentials,
+    Unauthorized,
+    Unavailable,
+)
+from parley.records import Conversation, Principal
+from parley.services import api_keys, session_tokens, telephony
 from parley.services.context import Context
+from parley.services.twilio_signature import signature_matches
 
 log = logging.getLogger(__name__)
 _WHITESPACE = re.compile(r"\s")  # the same characters as str.isspace, one C scan
 
 ANY_KIND: frozenset[CredentialKind] = frozenset({"api_key", "session_token", "jwt"})
+OPAQUE_KINDS: frozenset[CredentialKind] = frozenset({"api_key", "session_token"})
+"""The kinds of most REST routes: an API key or a session token (a JWT acts on fewer)."""
+_DUMMY_AUTH_TOKEN: Final = "0" * 32
+"""Keys the HMAC computed for an unknown carrier account (rule 6)."""
+
+
+@dataclass(frozen=True, slots=True)
+class CarrierPrincipal:
+    """A voice webhook whose signature is the account's: the carrier, for one organization."""
+
+    org_id: str
+    account_sid: str
+
+
+@dataclass(frozen=True, slots=True)
+class StreamPrincipal:
+    """A call's media stream whose token was redeemed: its `pending` conversation, and the
+    principal the session runs it as (single-use, for that one conversation)."""
+
+    principal: Principal
+    conversation: Conversation
+
+
+@dataclass(frozen=True, slots=True)
+class MetricsPrincipal:
+    """A scrape of `/metrics` the operator's token admits (or any, with no token set)."""
+
+    token_checked: bool
 
 
 def bearer_credential(header_values: Sequence[str]) -> str:
@@ -186,3 +240,67 @@ async def _stored_principal(
         conversation_ids=token.conversation_ids,
         expires_at=token.expires_at.timestamp(),
     )
+
+
+# --- the carrier: its voice webhook and its media streams ----------------------------
+
+
+async def authenticate_carrier(
+    ctx: Context,
+    *,
+    query: str,
+    params: Sequence[tuple[str, str]],
+    signature: str | None,
+    path: str = telephony.VOICE_PATH,
+) -> CarrierPrincipal:
+    """Prove a carrier callback (the voice webhook, or another at `path`) by its
+    `X-Twilio-Signature` (rule 6), or raise InvalidCarrierSignature. `query` is the query
+    string as sent (without `?`), `params` the decoded form fields in the order sent."""
+    account_sid = next((value for name, value in params if name == "AccountSid"), "")
+    found = None
+    if telephony.ACCOUNT_SID.fullmatch(account_sid):
+        async with ctx.db.read() as session:
+            found = await telephony_repo.sealed_token_of(session, account_sid)
+    auth_token = ctx.secrets.unseal(found[1]) if found else _DUMMY_AUTH_TOKEN
+    # The URL the carrier requested: PARLEY_PUBLIC_URL, not the Host a proxy passes on.
+    url = ctx.public_url + path + (f"?{query}" if query else "")
+    # The HMAC is computed for an unknown account too, so its answer takes as long.
+    valid = signature_matches(auth_token, url, params, signature or "")
+    if found is None or signature is None or not valid:
+        raise InvalidCarrierSignature()
+    return CarrierPrincipal(org_id=found[0], account_sid=account_sid)
+
+
+async def authenticate_stream(
+    ctx: Context, *, conversation_id: str, stream_token: str
+) -> StreamPrincipal:
+    """Prove a media stream by the token of its `start`, using it up (services/telephony.py
+    rule 4); raise InvalidStreamToken for a wrong, used, expired or foreign token."""
+    org_id, conversation = await telephony.redeem_stream_token(
+        ctx, conversation_id=conversation_id, token=stream_token
+    )
+    # A single-use credential for one conversation, the nearest kind to a stream token.
+    principal = Principal(
+        kind="session_token",
+        org_id=org_id,
+        credential_id=f"stream:{conversation.id}",
+        conversation_ids=frozenset({conversation.id}),
+    )
+    return StreamPrincipal(principal=principal, conversation=conversation)
+
+
+# --- the operator's scraper ------------------------------------------------------------
+
+
+def authenticate_scrape(authorization: Sequence[str], *, token: str | None) -> MetricsPrincipal:
+    """Admit a scrape of `/metrics` (rule 7): with `token` set, the request's one
+    `Authorization: Bearer` must be it; raise Unauthorized otherwise."""
+    if token is None:
+        return MetricsPrincipal(token_checked=False)
+    if len(authorization) != 1:
+        raise Unauthorized()
+    scheme, _, given = authorization[0].partition(" ")
+    matches = hmac.compare_digest(given.strip().encode(), token.encode())
+    if scheme.lower() != "bearer" or not matches:
+        raise Unauthorized()
+    return MetricsPrincipal(token_checked=True)

@@ -31,7 +31,8 @@ if TYPE_CHECKING:
         KeySetView,
         KeySource,
     )
-    from parley.outbound import AddressPolicy, OutboundClient
+    from parley.outbound import AddressPolicy, OutboundClient, TwilioCalls
+    from parley.recordings import RecordingStore
     from parley.sealing import SecretBox
     from parley.stores.base import RateLimiter, ReplayGuard, Revocations, StoreHealth
 
@@ -118,6 +119,9 @@ class Context(DatabaseContext):
     """The one way out to the internet (parley/outbound), shared with the JWKS fetcher."""
     outbound_policy: AddressPolicy
     """Where webhook tools and webhooks may call (PARLEY_OUTBOUND_ALLOW_*)."""
+    carrier: TwilioCalls
+    """The carrier's REST API (PARLEY_TWILIO_API_URL, API.md section 15): places and
+    updates calls with an organization's credentials (`telephony.carrier_account`)."""
     credential_cache: CredentialCache = field(default_factory=CredentialCache)
     """API keys and session tokens already seen (services/credential_cache.py)."""
     read_model: ReadModel = field(default_factory=ReadModel)
@@ -125,6 +129,9 @@ class Context(DatabaseContext):
     composition root gives it the Redis change feed."""
     outbox_bell: OutboxBell = field(default_factory=OutboxBell)
     """Rung after a commit that wrote webhook deliveries (services/webhook_delivery.py)."""
+    recordings: RecordingStore | None = None
+    """Where recordings are kept (API.md section 16): PARLEY_RECORDINGS_DIR's directory;
+    None where there is none (PostgreSQL without the setting)."""
     public_url: str = DEFAULT_PUBLIC_URL
     """The service's public URL (PARLEY_PUBLIC_URL, no trailing slash): carriers call it and
     sign their webhooks over it, whatever Host header a proxy passes on (API.md 13)."""

@@ -1,21 +1,21 @@
 """Conversations (API.md section 5): IDs unique within an organization, chosen by the
 customer or made by the service; a disabled agent starts none (spec section 3, rule 1).
 
-A conversation going live and a conversation ending are announced to the organization's
-webhooks (conversation.started, conversation.ended) in the transaction of the change
-(services/events.py): `announce_ended` is the one place an ending is announced from.
+A conversation going live is announced to the organization's webhooks
+(conversation.started) in the transaction of the change (services/events.py); every ending,
+with its conversation.ended, is services/endings.py's.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 from parley import metrics
 from parley.clock import utcnow
 from parley.db.repos import agents as agent_repo
 from parley.db.repos import conversations as conversation_repo
 from parley.db.repos import projects as project_repo
-from parley.db.session import Session
 from parley.errors import (
     AgentDisabled,
     ConversationEnded,
@@ -26,17 +26,12 @@ from parley.errors import (
     ValidationFailed,
 )
 from parley.ids import CONVERSATION_ID_RULE, is_valid_conversation_id, new_id
-from parley.records import Actor, Agent, Conversation, Outcome, Page, ToolCall
-from parley.services import audit, events, revocations
+from parley.records import Actor, Agent, Conversation, Page, RetentionPolicy, Status, ToolCall
+from parley.services import endings, events, recordings
 from parley.services.agents import find_agent
 from parley.services.context import Context
 from parley.services.event_payloads import conversation_event_data
 from parley.services.paging import page_of
-
-ENDED_MARKER_SECONDS = 300
-"""How long the shared store remembers that a conversation ended: long enough for its socket,
-wherever it is, to see it (watchdogs look every 0.5 s; a store outage longer than 2 s
-closes sockets anyway), short enough that ended conversations do not pile up in it."""
 
 
 def check_conversation_id(conversation_id: str, *, field: str = "id") -> str:
@@ -93,7 +88,7 @@ async def get_conversation(
             found = await conversation_repo.get(connection, org_id, conversation_id)
     if found is None:
         raise ConversationNotStarted() if by_jwt else ConversationNotFound()
-    return found
+    return recordings.with_audio_url(ctx, found)
 
 
 async def list_conversations(
@@ -129,41 +124,17 @@ async def list_conversations(
             cursor=cursor,
             limit=limit,
         )
-    return page_of(found, limit=limit)
+    page = page_of(found, limit=limit)
+    return replace(page, items=[recordings.with_audio_url(ctx, c) for c in page.items])
 
 
 async def end_conversation(
     ctx: Context, *, org_id: str, conversation_id: str, actor: Actor
 ) -> None:
-    """End a conversation (idempotent); its live WebSocket closes with 1000."""
-    async with ctx.db.transaction() as session:
-        found = await conversation_repo.find(session, org_id, conversation_id, for_update=True)
-        if found is None:
-            raise ConversationNotFound()
-        await conversation_repo.end(session, found, at=utcnow(ctx.clock), ended_by="api")
-        if found.status != "ended":
-            await announce_ended(session, ctx, org_id=org_id, conversation_id=conversation_id)
-        await audit.record(
-            session,
-            ctx,
-            org_id=org_id,
-            actor=actor,
-            action="conversation.end",
-            target=conversation_id,
-            details={"was": found.status},
-        )
-        pending = await revocations.queue(
-            session,
-            ctx,
-            ended_marker(org_id, conversation_id),
-            expires_at=ctx.clock.time() + ENDED_MARKER_SECONDS,
-        )
-    await revocations.publish(ctx, pending)
-
-
-def ended_marker(org_id: str, conversation_id: str) -> str:
-    """The Revocations key that tells live sockets on every instance a conversation ended."""
-    return f"conversation-ended:{org_id}:{conversation_id}"
+    """End a conversation (idempotent, audited); its live WebSocket closes with 1000."""
+    await endings.end_conversation(
+        ctx, org_id=org_id, conversation_id=conversation_id, ending=endings.API, actor=actor
+    )
 
 
 async def start_live(
@@ -175,8 +146,10 @@ async def start_live(
     agent: str,
     project: str | None,
     end_user: str | None,
+    retention: RetentionPolicy | None = None,
 ) -> tuple[Conversation, Agent]:
-    """Bind a conversation to its agent and make it live (the WebSocket's `config`).
+    """Bind a conversation to its agent and make it live (the WebSocket's `config`), with
+    the `retention` policy the config names (None: the agent's).
 
     With `create_if_missing` (a JWT's conversation), an unknown ID is created; otherwise
     `conversation_id` must name a `pending` conversation, or be None for a new one.
@@ -203,9 +176,9 @@ async def start_live(
                 at=now,
             )
         else:
-            if state.status == "ended":
+            if state.status == Status.ENDED:
                 raise ConversationEnded()
-            if state.status == "live":  # one socket per conversation, whatever opened it
+            if state.status == Status.LIVE:  # one socket per conversation, whatever opened it
                 raise ConversationExists("The conversation is already live.")
             if state.agent_id not in (None, agent_record.id):
                 raise ValidationFailed(param_errors={"agent": "is not the conversation's agent"})
@@ -218,6 +191,7 @@ async def start_live(
             instance_id=ctx.instance.id,
             end_user=end_user,
             at=now,
+            retention=retention or agent_record.data_retention_policy,
         )
         live = await conversation_repo.load(session, state), agent_record
         started = live[0]
@@ -228,6 +202,37 @@ async def start_live(
         await events.emit(session, ctx, org_id=org_id, event_type="conversation.started", data=data)
     metrics.conversation_went_live()
     return live
+
+
+async def resume_live(
+    ctx: Context, *, org_id: str, conversation_id: str
+) -> tuple[Conversation, Agent]:
+    """Go on with a live call whose transfer was not answered, on this instance (services/
+    transfers.py rule 4): no `conversation.started`, the agent it had. Raises
+    ConversationEnded when it is no longer waiting for its caller."""
+    now = utcnow(ctx.clock)
+    async with ctx.db.transaction() as session:
+        state = await conversation_repo.find(session, org_id, conversation_id, for_update=True)
+        if state is None:
+            raise ConversationNotFound()
+        if state.status != Status.LIVE or (state.transfer or {}).get("state") != "returning":
+            raise ConversationEnded()
+        if state.agent_id is None:
+            raise ConversationEnded("The conversation's agent was deleted.")
+        agent_record = await agent_repo.load(session, state.agent_id)
+        state = await conversation_repo.go_live(
+            session,
+            state,
+            agent_id=agent_record.id,
+            project=agent_record.project,
+            instance_id=ctx.instance.id,
+            end_user=None,
+            at=now,
+        )
+        state = await conversation_repo.set_transfer(session, state, None, at=now)
+        resumed = await conversation_repo.load(session, state), agent_record
+    metrics.conversation_went_live()  # its stream before the transfer counted as ended
+    return resumed
 
 
 async def check_can_open(
@@ -241,50 +246,8 @@ async def check_can_open(
         if missing_ok:
             return
         raise ConversationNotFound()
-    if status == "ended":
+    if status == Status.ENDED:
         raise ConversationEnded()
-
-
-async def finish_live(ctx: Context, *, org_id: str, conversation_id: str, outcome: Outcome) -> None:
-    """Mark a conversation ended when its socket closes (its start_live succeeded), with how
-    it went; an end that came first (`POST …/end`, an orphan's) keeps its own `ended_by`."""
-    metrics.conversation_ended()
-    async with ctx.db.transaction() as session:
-        found = await conversation_repo.find(session, org_id, conversation_id, for_update=True)
-        if found is not None and found.status != "ended":
-            await conversation_repo.end(
-                session,
-                found,
-                at=utcnow(ctx.clock),
-                ended_by=outcome.ended_by,
-                latencies_ms=outcome.latencies_ms,
-                interruptions_count=outcome.interruptions_count,
-            )
-            await announce_ended(session, ctx, org_id=org_id, conversation_id=conversation_id)
-        elif found is not None and (outcome.latencies_ms or outcome.interruptions_count):
-            # Ended from elsewhere first (`POST …/end`): its `ended_by` stands, and the
-            # socket still adds what it measured.
-            await conversation_repo.set_analysis(
-                session,
-                found,
-                latencies_ms=outcome.latencies_ms,
-                interruptions_count=outcome.interruptions_count,
-            )
-
-
-async def announce_ended(
-    session: Session, ctx: Context, *, org_id: str, conversation_id: str
-) -> None:
-    """Write conversation.ended for a conversation just ended in this transaction: the
-    conversation as stored, with its items."""
-
-    async def data() -> dict[str, object]:
-        state = await conversation_repo.find(session, org_id, conversation_id)
-        if state is None:  # deleted in this very transaction: nothing to show
-            return {"conversation": None, "call_info": None}
-        return conversation_event_data(await conversation_repo.load(session, state))
-
-    await events.emit(session, ctx, org_id=org_id, event_type="conversation.ended", data=data)
 
 
 async def add_item(

@@ -9,6 +9,7 @@ Rules:
    the address is refused for 60 s, even with a good key, and gets 429.
 4. Sign-in, sign-out and failed sign-ins with a known (revoked) key are audited; a key that
    matches nothing belongs to no organization, so its failure is only logged.
+5. The dashboard lists conversations newest first (the API lists them oldest first).
 """
 
 from __future__ import annotations
@@ -22,11 +23,13 @@ from typing import Final
 from parley import credentials
 from parley.clock import utcnow
 from parley.db.repos import api_keys as key_repo
+from parley.db.repos import conversations as conversation_repo
 from parley.db.repos import dashboard_sessions as session_repo
 from parley.errors import RateLimited, Unauthorized
-from parley.records import Actor, DashboardSession
+from parley.records import Actor, Conversation, DashboardSession, Page
 from parley.services import audit
 from parley.services.context import Context
+from parley.services.paging import page_of
 
 log = logging.getLogger("parley.dashboard")
 
@@ -157,3 +160,22 @@ def _as_dashboard(client: Actor, api_key_id: str) -> Actor:
     return Actor(
         kind="dashboard", id=api_key_id, client=client.client, request_id=client.request_id
     )
+
+
+async def recent_conversations(
+    ctx: Context, *, org_id: str, cursor: str | None, limit: int
+) -> Page[Conversation]:
+    """The organization's conversations, newest first, `limit` a page; `next_cursor` the
+    older ones (400 `invalid_cursor` for a cursor this listing did not make)."""
+    async with ctx.db.read() as session:
+        found = await conversation_repo.list_page(
+            session,
+            org_id,
+            project_id=None,
+            agent_id=None,
+            only_ids=None,
+            cursor=cursor,
+            limit=limit,
+            newest_first=True,
+        )
+    return page_of(found, limit=limit)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from parley.clock import isoformat, isoformat_or_none
-from parley.records import Agent, CallInfo, Conversation, ToolCall
+from parley.records import Agent, AgentRef, CallInfo, Conversation, ToolCall
 
 JsonObject = dict[str, Any]
 
@@ -35,6 +35,11 @@ def agent_json(agent: Agent) -> JsonObject:
             for name, variable in agent.template_variables.items()
         },
         "boosted_keywords": list(agent.boosted_keywords),
+        "no_input_poke_sec": agent.no_input_poke_sec,
+        "no_input_poke_text": agent.no_input_poke_text,
+        "no_input_end_conversation_sec": agent.no_input_end_conversation_sec,
+        "voicemail_message": agent.voicemail_message,
+        "data_retention_policy": agent.data_retention_policy.to_json(),
         "created_at": isoformat(agent.created_at),
         "updated_at": isoformat(agent.updated_at),
     }
@@ -60,6 +65,11 @@ def conversation_json(conversation: Conversation) -> JsonObject:
             "latencies_ms": list(conversation.latencies_ms),
             "interruptions_count": conversation.interruptions_count,
         },
+        "audio_url": conversation.audio_url,
+        "deletion_info": {
+            "transcripts_deleted_at": isoformat_or_none(conversation.transcripts_deleted_at),
+            "audio_recordings_deleted_at": isoformat_or_none(conversation.audio_deleted_at),
+        },
         "created_at": isoformat(conversation.created_at),
         "items": [
             {
@@ -81,6 +91,7 @@ def call_info_json(info: CallInfo | None) -> JsonObject | None:
         "from_phone_number": info.from_phone_number,
         "to_phone_number": info.to_phone_number,
         "twilio_call_sid": info.twilio_call_sid,
+        "direction": info.direction,
     }
 
 
@@ -88,6 +99,19 @@ def conversation_event_data(conversation: Conversation) -> JsonObject:
     """`data` of conversation.started and conversation.ended."""
     shown = conversation_json(conversation)
     return {"conversation": shown, "call_info": shown["call_info"]}
+
+
+def transferred_event_data(
+    conversation: Conversation, *, phone_number: str | None = None, agent: AgentRef | None = None
+) -> JsonObject:
+    """`data` of conversation.transferred (API.md section 15): the conversation, and where
+    it went: `{"phone_number"}` or `{"agent": {"id", "name"}}`."""
+    to: JsonObject = (
+        {"phone_number": phone_number}
+        if agent is None
+        else {"agent": {"id": agent.id, "name": agent.name}}
+    )
+    return {"conversation": conversation_json(conversation), "transferred_to": to}
 
 
 def _tool_call_json(call: ToolCall) -> JsonObject:

@@ -26,6 +26,7 @@ dead claimer's deliveries are claimed again after it (or at its restart)."""
 EVENT_TYPES: Final = (
     "conversation.started",
     "conversation.ended",
+    "conversation.transferred",
     "agent.created",
     "agent.updated",
     "agent.disabled",

@@ -1,5 +1,5 @@
 """The timer of each serving instance: lease, orphans, unanswered phone calls, revocations
-waiting for the store.
+waiting for the store, spent `jti` records (embedded mode).
 
 `housekeeping(ctx)` registers the instance (ending its previous life's and any orphaned
 live conversations), runs the timer while the server runs, and retires the instance at a
@@ -13,51 +13,108 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable
 
+from parley.db.jti_claims import SWEEP_BATCH, DatabaseReplayGuard
 from parley.errors import ParleyError
-from parley.services import instances, revocations, telephony
+from parley.services import (
+    instances,
+    outbound_calls,
+    retention,
+    revocations,
+    telephony,
+    transfers,
+)
 from parley.services.context import Context
 
 log = logging.getLogger(__name__)
 
+TASK_NAME = "parley-housekeeping"
+"""The name of the timer's task."""
 TICKS_PER_LEASE = 5
 """The lease is renewed, and orphans looked for, this many times per lease."""
 MAX_TICK_SECONDS = 1.0
 """Revocations waiting for the store are published at least this often."""
+SWEEPS_PER_TICK = 20
+"""Batches of spent `jti` records (`jti_claims.SWEEP_BATCH` each) deleted per tick at most:
+10,000 a second, each batch its own short transaction, so claims interleave with them."""
+
+
+STOP_SECONDS = 5.0
+"""How long a stopping server waits for the timer's step under way before cancelling it."""
+
+
+class Timer:
+    """The instance's timer task, stopped between two steps: a database call cut short by a
+    cancel can leave its connection half-made (asyncpg then reports an exception nobody
+    awaits)."""
+
+    def __init__(self, ctx: Context) -> None:
+        self._stopping = asyncio.Event()
+        self._task = asyncio.create_task(_run(ctx, self._stopping), name=TASK_NAME)
+
+    async def stop(self) -> None:
+        """Let the step under way finish, then end; cancel it past `STOP_SECONDS`."""
+        self._stopping.set()
+        try:
+            await asyncio.wait_for(asyncio.shield(self._task), STOP_SECONDS)
+        except TimeoutError:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
 
 
 @contextlib.asynccontextmanager
-async def housekeeping(ctx: Context) -> AsyncIterator[None]:
+async def housekeeping(ctx: Context) -> AsyncIterator[Timer]:
     """Run the instance's timer for the duration of the block (the server's lifespan)."""
     try:
         await instances.start(ctx)
     except ParleyError:
         log.warning("could not register this instance yet; the timer retries", exc_info=True)
-    task = asyncio.create_task(_run(ctx), name="parley-housekeeping")
+    timer = Timer(ctx)
     try:
-        yield
+        yield timer
     finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+        await timer.stop()
         try:
             await instances.stop(ctx)
         except ParleyError:
             log.warning("could not retire this instance; its lease will run out", exc_info=True)
 
 
-async def _run(ctx: Context) -> None:
+async def _run(ctx: Context, stopping: asyncio.Event) -> None:
     lease_tick = ctx.instance.lease_seconds / TICKS_PER_LEASE
     tick = min(MAX_TICK_SECONDS, lease_tick)
     loop = asyncio.get_running_loop()
     next_lease = loop.time()
-    while True:
+    while not stopping.is_set():
         if loop.time() >= next_lease:
             next_lease = loop.time() + lease_tick
             await _step("renew the lease", instances.renew(ctx))
             await _step("end orphaned conversations", instances.end_orphans(ctx))
             await _step("end calls never streamed", telephony.end_expired_calls(ctx))
+            await _step(
+                "end placed calls never connected", outbound_calls.end_unconnected_calls(ctx)
+            )
+            await _step("end transfers never finished", transfers.end_stale(ctx))
+            await _step("delete what retention policies say is due", retention.sweep(ctx))
         await _step("publish waiting revocations", revocations.publish_pending(ctx))
-        await asyncio.sleep(tick)
+        await _step("sweep spent jti records", sweep_spent_claims(ctx))
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stopping.wait(), tick)
+
+
+async def sweep_spent_claims(ctx: Context) -> int:
+    """Delete spent `jti` records of embedded mode, a bounded batch at a time, at most
+    `SWEEPS_PER_TICK` batches; return how many. Redis expires its own."""
+    guard = ctx.jwt.replay_guard
+    if not isinstance(guard, DatabaseReplayGuard):
+        return 0
+    swept = 0
+    for _ in range(SWEEPS_PER_TICK):
+        batch = await guard.sweep()
+        swept += batch
+        if batch < SWEEP_BATCH:
+            break
+    return swept
 
 
 async def _step(what: str, step: Awaitable[object]) -> None:

@@ -18,9 +18,9 @@ from datetime import timedelta
 from parley.clock import utcnow
 from parley.db.repos import conversations as conversation_repo
 from parley.db.repos import instances as instance_repo
-from parley.errors import Unavailable
+from parley.records import Status
+from parley.services import endings
 from parley.services.context import Context
-from parley.services.conversations import ENDED_MARKER_SECONDS, announce_ended, ended_marker
 
 log = logging.getLogger(__name__)
 
@@ -46,37 +46,23 @@ async def end_orphans(ctx: Context, *, including_own: bool = False) -> int:
     now = utcnow(ctx.clock)
     stale_before = now - timedelta(seconds=ctx.instance.lease_seconds)
     async with ctx.db.transaction() as session:
-        ended = await conversation_repo.end_live_where(
+        orphans = await conversation_repo.live_where(
             session,
-            at=now,
             owned_by=ctx.instance.id if including_own else None,
             stale_before=stale_before,
             sparing=None if including_own else ctx.instance.id,
         )
-        for org_id, conversation_id in ended:
-            await announce_ended(session, ctx, org_id=org_id, conversation_id=conversation_id)
         await instance_repo.forget_stale(session, before=stale_before)
+    ended = await endings.end_each(ctx, orphans, endings.ORPHAN, only_from=Status.LIVE)
     if ended:
-        log.warning("ended %d live conversations whose instance is gone", len(ended))
-    for org_id, conversation_id in ended:
-        try:
-            await ctx.revocations.revoke(
-                ended_marker(org_id, conversation_id),
-                expires_at=ctx.clock.time() + ENDED_MARKER_SECONDS,
-            )
-        except Unavailable:
-            # The conversations are ended all the same; their sockets close on the outage.
-            log.warning("revocation store unavailable: ended orphans not announced")
-            break
-    return len(ended)
+        log.warning("ended %d live conversations whose instance is gone", ended)
+    return ended
 
 
 async def stop(ctx: Context) -> None:
     """Retire this instance at a clean shutdown; its conversations were ended already."""
+    async with ctx.db.read() as session:
+        own = await conversation_repo.live_where(session, owned_by=ctx.instance.id)
+    await endings.end_each(ctx, own, endings.INSTANCE_STOPPED, only_from=Status.LIVE)
     async with ctx.db.transaction() as session:
-        ended = await conversation_repo.end_live_where(
-            session, at=utcnow(ctx.clock), owned_by=ctx.instance.id
-        )
-        for org_id, conversation_id in ended:
-            await announce_ended(session, ctx, org_id=org_id, conversation_id=conversation_id)
         await instance_repo.retire(session, ctx.instance.id)

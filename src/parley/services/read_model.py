@@ -28,6 +28,12 @@ Rules:
 5. Only successful reads are kept; errors (not found, forbidden) always reach the
    database. Rules that decide a write (a disabled agent starts no conversation) read the
    row inside the write's own transaction, never this model.
+6. Concurrent misses of one entry share one load: the reads that find it missing while it
+   loads await that load (its value or its error) instead of each reading the database.
+   After a burst of changes every read in flight missed at once, and each ran its own
+   read transaction on a pooled connection of its own: 32 of them waited 150-800 ms
+   (issue #38 item 11, docs/performance.md). A load belongs to the copies it was started
+   for: copies dropped meanwhile start afresh with a load of their own.
 """
 
 from __future__ import annotations
@@ -67,6 +73,8 @@ class _OrgView:
     checked_at: float
     """Monotonic time at which a generation read that confirmed `generation` started."""
     entries: OrderedDict[Hashable, Any] = field(default_factory=OrderedDict)
+    loading: dict[Hashable, asyncio.Future[Any]] = field(default_factory=dict)
+    """The loads running for these copies, by key (rule 6)."""
 
 
 class ReadModel:
@@ -110,12 +118,27 @@ class ReadModel:
             view.entries.move_to_end(key)
             value: T = view.entries[key]
             return value
-        value = await load()
-        if self._views.get(org_id) is view:  # not dropped while loading
-            view.entries[key] = value
+        loading = view.loading.get(key)
+        if loading is None:
+            loading = view.loading[key] = asyncio.ensure_future(load())
+            loading.add_done_callback(lambda done: self._loaded(org_id, view, key, done))
+        # shield: a cancelled read must not cancel the load the others await.
+        loaded: T = await asyncio.shield(loading)
+        return loaded
+
+    def _loaded(
+        self, org_id: str, view: _OrgView, key: Hashable, done: asyncio.Future[Any]
+    ) -> None:
+        """Keep a load's value in the copies it was started for, unless they were dropped
+        meanwhile (rule 5: a success only)."""
+        if view.loading.get(key) is done:
+            del view.loading[key]
+        if done.cancelled() or done.exception() is not None:  # read: never "not retrieved"
+            return
+        if self._views.get(org_id) is view:
+            view.entries[key] = done.result()
             while len(view.entries) > self._max_entries:
                 view.entries.popitem(last=False)
-        return value
 
     def drop(self, org_id: str | None) -> None:
         """Forget an organization's copies (None: every organization's)."""

@@ -6,17 +6,22 @@ Rules:
    Twilio's shape) belongs to one organization (409 `account_taken`). The auth token (32 hex
    digits, as Twilio issues them) is stored sealed (`ctx.secrets`), never returned, never
    logged: only its last 4 characters are shown.
-2. The voice webhook's credential is its `X-Twilio-Signature` over `PARLEY_PUBLIC_URL` + path
-   + query (never the Host header a proxy passes on), compared in constant time. A missing or
-   wrong signature and an unknown `AccountSid` get one answer: 403 `invalid_signature`.
+2. The voice webhook's credential is its `X-Twilio-Signature`, proven by
+   services/authn.py (`authenticate_carrier`, its rule 6) before the call is answered here;
+   a stream token is redeemed here, for `authn.authenticate_stream`.
 3. A call to a number that is not an enabled agent's of that organization is rejected and
    makes no conversation. The agent's row is locked first, as the socket's `start_live`
    locks it, so a disable that has answered wins the race.
 4. An answered call gets a `pending` conversation with its `call_info` and a stream token:
-   single-use, bound to that conversation, valid 60 s, stored as its SHA-256 only.
-   Redeeming consumes it in one UPDATE (two instances cannot both redeem it); a wrong token
-   changes nothing. A conversation whose token expired unused is ended by the housekeeping
-   timer (`end_expired_calls`).
+   single-use, bound to that conversation, valid 60 s, found by its SHA-256 and kept sealed
+   until used (rule 5). Redeeming consumes it in one UPDATE (two instances cannot both
+   redeem it); a wrong token changes nothing. A conversation whose token expired unused is
+   ended by the housekeeping timer (`end_expired_calls`).
+5. One answer per `CallSid` (Twilio's signature has no timestamp, so this is the replay
+   guard): the first request of a call claims it (a primary key, so one wins on any
+   instance) before anything else; a repeat gets that answer again, the same conversation
+   and stream token while the token is unused, unexpired and the conversation `pending`,
+   and `<Reject/>` otherwise (a rejected call stays rejected). Never a second conversation.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ import logging
 import re
 import secrets
 from collections.abc import Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Final
 
 from parley.clock import utcnow
@@ -38,28 +43,33 @@ from parley.errors import (
     AccountTaken,
     AgentNotFound,
     Forbidden,
-    InvalidCarrierSignature,
     InvalidStreamToken,
     TelephonyNotConfigured,
     ValidationFailed,
 )
 from parley.ids import is_valid_conversation_id, new_id
-from parley.records import Actor, CallInfo, Conversation, TwilioAccount, VoiceAnswer
-from parley.services import audit
+from parley.outbound import CarrierAccount, twiml
+from parley.records import Actor, CallInfo, Conversation, Status, TwilioAccount, VoiceAnswer
+from parley.services import audit, endings
 from parley.services.context import Context
-from parley.services.twilio_signature import signature_matches
 
 __all__ = [
     "MEDIA_PATH",
     "STREAM_TOKEN_TTL_SECONDS",
+    "TWIML_MEDIA_TYPE",
     "VOICE_PATH",
     "answer_call",
+    "call_fields",
+    "carrier_account",
     "delete_twilio_account",
     "end_expired_calls",
     "get_twilio_account",
     "media_url",
+    "new_stream_token",
     "put_twilio_account",
     "redeem_stream_token",
+    "token_hash",
+    "voice_twiml",
     "voice_url",
 ]
 
@@ -75,11 +85,24 @@ AUTH_TOKEN_RULE: Final = "must be 32 hexadecimal digits"  # noqa: S105 - a rule,
 CALL_FIELD: Final = re.compile(r"[\x21-\x7e]{1,64}")
 """CallSid, From and To: 1-64 visible ASCII characters (E.164, `anonymous`, `client:…`)."""
 MAX_STREAM_TOKEN_LENGTH: Final = 128
-_DUMMY_TOKEN: Final = "0" * 32
-"""Keys the HMAC computed for an unknown account (rule 2)."""
 
 
 # --- the carrier account -----------------------------------------------------------
+
+
+TWIML_MEDIA_TYPE: Final = twiml.MEDIA_TYPE
+
+
+def voice_twiml(ctx: Context, answer: VoiceAnswer) -> str:
+    """The voice webhook's TwiML for `answer`: the media stream, a refusal or a hang-up."""
+    if answer.hang_up:
+        return twiml.hang_up()
+    if answer.rejected or answer.stream_token is None or answer.conversation_id is None:
+        return twiml.reject_busy()
+    return twiml.connect_stream(
+        media_url(ctx),
+        [("conversation_id", answer.conversation_id), ("stream_token", answer.stream_token)],
+    )
 
 
 def voice_url(ctx: Context) -> str:
@@ -139,6 +162,21 @@ async def get_twilio_account(ctx: Context, *, org_id: str) -> TwilioAccount:
     return account
 
 
+async def carrier_account(ctx: Context, *, org_id: str) -> CarrierAccount:
+    """The organization's carrier credentials, unsealed, for one call of the carrier's REST
+    API (`ctx.carrier`); raise TelephonyNotConfigured if none is set. Never log the result."""
+    async with ctx.db.read() as session:
+        account = await telephony_repo.get_account(session, org_id)
+        found = (
+            await telephony_repo.sealed_token_of(session, account.account_sid)
+            if account is not None
+            else None
+        )
+    if account is None or found is None or found[0] != org_id:
+        raise TelephonyNotConfigured()
+    return CarrierAccount(account_sid=account.account_sid, auth_token=ctx.secrets.unseal(found[1]))
+
+
 async def delete_twilio_account(ctx: Context, *, org_id: str, actor: Actor) -> None:
     """Forget the organization's Twilio account; 404 `telephony_not_configured` if none."""
     async with ctx.db.transaction() as session:
@@ -160,77 +198,68 @@ async def delete_twilio_account(ctx: Context, *, org_id: str, actor: Actor) -> N
 
 
 async def answer_call(
-    ctx: Context,
-    *,
-    query: str,
-    params: Sequence[tuple[str, str]],
-    signature: str | None,
+    ctx: Context, *, org_id: str, params: Sequence[tuple[str, str]]
 ) -> VoiceAnswer:
-    """Answer the carrier's voice webhook: check its signature, then reject the call or
-    make its `pending` conversation and stream token.
+    """Answer the voice webhook of `org_id`'s account, its signature proven (rule 2): reject
+    the call or make its `pending` conversation and stream token.
 
-    `query` is the request's query string as sent (without `?`); `params` are the decoded
-    form fields in the order sent. Raises InvalidCarrierSignature (rule 2) and
-    ValidationFailed for a signed request that lacks `CallSid` or `To`.
+    `params` are the decoded form fields in the order sent. Raises ValidationFailed for a
+    request that lacks `CallSid` or `To`.
     """
-    org_id = await _check_signature(ctx, query=query, params=params, signature=signature)
-    fields = _call_fields(params)
+    fields = call_fields(params)
     call = CallInfo(
         from_phone_number=fields.get("From"),
         to_phone_number=fields["To"],
         twilio_call_sid=fields["CallSid"],
     )
-    token = secrets.token_urlsafe(32)
+    call_sid = fields["CallSid"]
+    conversation_id = new_id("conv")
     now = utcnow(ctx.clock)
     async with ctx.db.transaction(conversation_repo.UNIQUE_VIOLATIONS) as session:
+        claimed = await telephony_repo.claim_call(
+            session, org_id=org_id, call_sid=call_sid, conversation_id=conversation_id, at=now
+        )
+        if not claimed:  # rule 5: a repeat of a call answered already
+            return await _answer_again(ctx, session, org_id=org_id, call_sid=call_sid, at=now)
         agent_id = await _enabled_agent_for(session, org_id, fields["To"])
         if agent_id is None:
             log.info("call to a number that answers no enabled agent: rejected")
+            await telephony_repo.reject_claimed_call(session, org_id=org_id, call_sid=call_sid)
             return VoiceAnswer()
         agent = await agent_repo.load(session, agent_id)
         state = await conversation_repo.create(
             session,
             org_id=org_id,
-            conversation_id=new_id("conv"),
+            conversation_id=conversation_id,
             agent_id=agent.id,
             project=agent.project,
             at=now,
             call_info=call,
         )
-        await telephony_repo.insert_stream_token(
-            session,
-            token_hash=_token_hash(token),
-            org_id=org_id,
-            conversation_id=state.id,
-            expires_at=now + timedelta(seconds=STREAM_TOKEN_TTL_SECONDS),
+        token = await new_stream_token(
+            session, ctx, org_id=org_id, conversation_id=state.id, at=now
         )
     return VoiceAnswer(conversation_id=state.id, stream_token=token)
 
 
-async def _check_signature(
-    ctx: Context,
-    *,
-    query: str,
-    params: Sequence[tuple[str, str]],
-    signature: str | None,
-) -> str:
-    """Return the organization of the signed request's account (rule 2)."""
-    account_sid = next((value for name, value in params if name == "AccountSid"), "")
-    found = None
-    if ACCOUNT_SID.fullmatch(account_sid):
-        async with ctx.db.read() as session:
-            found = await telephony_repo.sealed_token_of(session, account_sid)
-    auth_token = ctx.secrets.unseal(found[1]) if found else _DUMMY_TOKEN
-    # The URL the carrier requested: PARLEY_PUBLIC_URL, not the Host a proxy passes on.
-    url = voice_url(ctx) + (f"?{query}" if query else "")
-    # The HMAC is computed for an unknown account too, so its answer takes as long.
-    valid = signature_matches(auth_token, url, params, signature or "")
-    if found is None or signature is None or not valid:
-        raise InvalidCarrierSignature()
-    return found[0]
+async def _answer_again(
+    ctx: Context, session: Session, *, org_id: str, call_sid: str, at: datetime
+) -> VoiceAnswer:
+    """The answer to a repeat of the call `call_sid` (rule 5)."""
+    found = await telephony_repo.answered_call(session, org_id=org_id, call_sid=call_sid, at=at)
+    if found is None or found.conversation_id is None or found.token_sealed is None:
+        log.info(
+            "repeated voice webhook of call %s, no longer waiting for its stream: rejected",
+            call_sid,
+        )
+        return VoiceAnswer()
+    log.info("repeated voice webhook of call %s: the same answer", call_sid)
+    return VoiceAnswer(
+        conversation_id=found.conversation_id, stream_token=ctx.secrets.unseal(found.token_sealed)
+    )
 
 
-def _call_fields(params: Sequence[tuple[str, str]]) -> dict[str, str]:
+def call_fields(params: Sequence[tuple[str, str]]) -> dict[str, str]:
     """The call's fields, checked once the request is known to come from the carrier."""
     fields: dict[str, str] = {}
     for name, value in params:
@@ -268,14 +297,32 @@ async def _enabled_agent_for(session: Session, org_id: str, number: str) -> str 
 # --- stream tokens -----------------------------------------------------------------
 
 
-def _token_hash(token: str) -> str:
+def token_hash(token: str) -> str:
+    """How a single-use token is stored: its SHA-256, hex (stream tokens, briefings)."""
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+async def new_stream_token(
+    session: Session, ctx: Context, *, org_id: str, conversation_id: str, at: datetime
+) -> str:
+    """Make a call's stream token (rule 4), stored by its SHA-256 and sealed; return it."""
+    token = secrets.token_urlsafe(32)
+    await telephony_repo.insert_stream_token(
+        session,
+        token_hash=token_hash(token),
+        token_sealed=ctx.secrets.seal(token),
+        org_id=org_id,
+        conversation_id=conversation_id,
+        expires_at=at + timedelta(seconds=STREAM_TOKEN_TTL_SECONDS),
+    )
+    return token
 
 
 async def redeem_stream_token(
     ctx: Context, *, conversation_id: str, token: str
 ) -> tuple[str, Conversation]:
-    """Use up a call's stream token; return the organization and the `pending` conversation.
+    """Use up a call's stream token; return the organization and the `pending` conversation
+    (or the live one a transfer that was not answered brings the caller back to).
 
     Raises InvalidStreamToken for a wrong, used, expired or foreign token (or a conversation
     no longer pending), without using up the right one (rule 4).
@@ -287,22 +334,30 @@ async def redeem_stream_token(
     async with ctx.db.transaction() as session:
         org_id = await telephony_repo.use_stream_token(
             session,
-            token_hash=_token_hash(token),
+            token_hash=token_hash(token),
             conversation_id=conversation_id,
             at=utcnow(ctx.clock),
         )
         if org_id is None:
             raise InvalidStreamToken()
         state = await conversation_repo.find(session, org_id, conversation_id, for_update=True)
-        if state is None or state.status != "pending":
+        returning = (
+            state is not None
+            and state.status == Status.LIVE
+            and (state.transfer or {}).get("state") == "returning"
+        )
+        if state is None or not (state.status == Status.PENDING or returning):
             raise InvalidStreamToken()
         return org_id, await conversation_repo.load(session, state)
 
 
 async def end_expired_calls(ctx: Context) -> int:
     """End the `pending` calls whose stream token expired unused; return how many."""
-    async with ctx.db.transaction() as session:
-        ended = await telephony_repo.end_unanswered_calls(session, at=utcnow(ctx.clock))
+    async with ctx.db.read() as session:
+        expired = await telephony_repo.unanswered_calls(session, at=utcnow(ctx.clock))
+    ended = await endings.end_each(
+        ctx, expired, endings.STREAM_NEVER_STARTED, only_from=Status.PENDING
+    )
     if ended:
-        log.info("ended %d call(s) whose media stream never started", len(ended))
-    return len(ended)
+        log.info("ended %d call(s) whose media stream never started", ended)
+    return ended

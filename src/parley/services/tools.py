@@ -6,7 +6,9 @@ Rules:
 2. `custom_webhook` tools need `endpoint_url` (https on a public address unless the operator
    allows otherwise: `AddressPolicy.static_refusal`);
    `endpoint_method` is POST (default) or GET; `endpoint_timeout_ms` is 1000-180000 (default
-   5000); `tool_call_output_timeout_ms` is not theirs.
+   5000); `endpoint_headers` names no framing or routing header (`Host`, `Content-Length`,
+   `Transfer-Encoding`, `Connection`, `Upgrade`, `TE`, `Trailer`, `Keep-Alive`,
+   `Proxy-Connection`, in any case); `tool_call_output_timeout_ms` is not theirs.
 3. `custom_websocket` tools have no endpoint fields and no `parameter_locations`;
    `tool_call_output_timeout_ms` is 1000-180000 (default 5000).
 4. `parameters` is one of the two forms of services/tool_parameters.py.
@@ -16,6 +18,16 @@ Rules:
    `endpoint_headers` (often the customer's credentials) are stored sealed too.
 7. A tool that an agent lists cannot be deleted (409 `tool_in_use`); renaming it renames it
    in those agents' lists. The tool's row is locked first, as an agent naming it locks it.
+8. Transfer tools (API.md section 15) have no endpoint, no parameters of their own (the
+   model's are the service's), run `sync`, and take only their type's members (each other
+   type takes none): `built_in_transfer_to_phone_number` a target (`phone_number`, E.164,
+   or null: the model gives it), `dtmf` or `dynamic_dtmf`, the caller ID choice
+   `use_agent_phone_number` (default false), `keep_listening` (default
+   `use_agent_phone_number`'s value; false with it true is 400), `post_transfer_message`
+   (a warm transfer's only), `on_transfer_no_answer` (default `return_to_assistant`);
+   `detect_voicemail: true` is 400 `not_supported`. `built_in_transfer_to_agent` needs
+   `agents_to_transfer_to`: 1-20 distinct agent names (whether they exist and are enabled is
+   decided when the model calls it).
 """
 
 from __future__ import annotations
@@ -34,6 +46,7 @@ from parley.db.repos import tools as tool_repo
 from parley.db.session import Session
 from parley.errors import (
     NameTaken,
+    NotSupported,
     ProjectNotFound,
     ToolInUse,
     ToolNotFound,
@@ -41,7 +54,7 @@ from parley.errors import (
     ValidationFailed,
 )
 from parley.ids import looks_like_id, new_id
-from parley.outbound import AddressPolicy
+from parley.outbound import FRAMING_HEADERS, AddressPolicy
 from parley.records import (
     Actor,
     IssuedTool,
@@ -78,12 +91,24 @@ __all__ = [
     "update_tool",
 ]
 
-BUILT_IN_TOOLS: Final = frozenset({"natural_conversation_ending"})
+BUILT_IN_TOOLS: Final = frozenset(
+    {"natural_conversation_ending", "keypad_input", "choose_not_to_respond"}
+)
+"""The tools the engine handles itself (engine.BUILT_IN_TOOL_NAMES): any agent may list them."""
 NAME: Final = re.compile(r"[a-z0-9_]{1,64}")
 NAME_RULE: Final = "must be 1-64 characters of a-z, 0-9 and '_', and not have the shape of an ID"
 TIMEOUT_MS_RANGE: Final = (1000, 180_000)
 DEFAULT_TIMEOUT_MS: Final = 5000
 WEBHOOK_ONLY: Final = ("endpoint_url", "endpoint_method", "endpoint_headers", "endpoint_timeout_ms")
+PHONE_TRANSFER: Final = "built_in_transfer_to_phone_number"
+AGENT_TRANSFER: Final = "built_in_transfer_to_agent"
+PHONE_TRANSFER_ONLY: Final = ("phone_number", "dtmf", "dynamic_dtmf", "use_agent_phone_number",
+                              "keep_listening", "post_transfer_message", "on_transfer_no_answer",
+                              "detect_voicemail")  # fmt: skip
+AGENT_TRANSFER_ONLY: Final = ("agents_to_transfer_to",)
+AGENT_NAME: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+FRAMING_NAMES: Final = ("Host", "Content-Length", "Transfer-Encoding", "Connection", "Upgrade",
+                        "TE", "Trailer", "Keep-Alive", "Proxy-Connection")  # fmt: skip
 _URL_PLACEHOLDER: Final = re.compile(r"\{([^{}]*)\}")
 UNIQUE_VIOLATIONS = tool_repo.UNIQUE_VIOLATIONS
 
@@ -226,6 +251,11 @@ def checked(spec: ToolSpec, policy: AddressPolicy) -> ToolSpec:
         _refuse("name", NAME_RULE)
     if spec.name in BUILT_IN_TOOLS:
         _refuse("name", "is the name of a built-in tool")
+    if spec.type in (PHONE_TRANSFER, AGENT_TRANSFER):
+        return _checked_transfer(spec)
+    for name in (*PHONE_TRANSFER_ONLY, *AGENT_TRANSFER_ONLY):
+        if getattr(spec, name) is not None:
+            _refuse(name, "is only for transfer tools")
     webhook = spec.type == "custom_webhook"
     check_parameters(spec.parameters, webhook=webhook)
     if not webhook:
@@ -240,6 +270,7 @@ def checked(spec: ToolSpec, policy: AddressPolicy) -> ToolSpec:
         _refuse("endpoint_url", "is required for custom_webhook tools")
     if refusal := policy.static_refusal(spec.endpoint_url):
         _refuse("endpoint_url", refusal)
+    _check_headers(spec.endpoint_headers)
     method = spec.endpoint_method or "POST"
     _check_locations(spec, method, spec.endpoint_url)
     return replace(
@@ -247,6 +278,66 @@ def checked(spec: ToolSpec, policy: AddressPolicy) -> ToolSpec:
         endpoint_method=method,
         endpoint_timeout_ms=_timeout(spec.endpoint_timeout_ms, "endpoint_timeout_ms"),
     )
+
+
+def _checked_transfer(spec: ToolSpec) -> ToolSpec:
+    """Rule 8: a transfer tool's members, with its type's defaults."""
+    for name in (*WEBHOOK_ONLY, "parameter_locations", "tool_call_output_timeout_ms"):
+        if getattr(spec, name) is not None:
+            _refuse(name, "is not for transfer tools")
+    if spec.parameters not in ([], {}, {"type": "object", "properties": {}}):
+        _refuse("parameters", "a transfer tool's parameters are the service's: leave them out")
+    if spec.execution_mode != "sync":
+        _refuse("execution_mode", "a transfer tool runs sync")
+    if spec.type == AGENT_TRANSFER:
+        for name in PHONE_TRANSFER_ONLY:
+            if getattr(spec, name) is not None:
+                _refuse(name, f"is only for {PHONE_TRANSFER} tools")
+        names = spec.agents_to_transfer_to or ()
+        if not names:
+            _refuse("agents_to_transfer_to", "is required: the agents the model may transfer to")
+        if len(set(names)) != len(names):
+            _refuse("agents_to_transfer_to", "must not repeat an agent")
+        for agent in names:
+            if not AGENT_NAME.fullmatch(agent) or looks_like_id(agent):
+                _refuse("agents_to_transfer_to", f"{agent[:64]!r} is not an agent name")
+        return replace(spec, parameters=[])
+    if spec.agents_to_transfer_to is not None:
+        _refuse("agents_to_transfer_to", f"is only for {AGENT_TRANSFER} tools")
+    if spec.detect_voicemail:
+        raise NotSupported(
+            "Parley does not listen in on a transfer for voicemail (detect_voicemail).",
+            param_errors={"detect_voicemail": "is not supported: leave it out or false"},
+        )
+    use_agent = bool(spec.use_agent_phone_number)
+    keep = spec.keep_listening if spec.keep_listening is not None else use_agent
+    if use_agent and not keep:
+        _refuse("keep_listening", "must be true when use_agent_phone_number is true")
+    if spec.post_transfer_message and not keep:
+        _refuse(
+            "post_transfer_message", "is spoken to a warm transfer's target: set keep_listening"
+        )
+    return replace(
+        spec,
+        parameters=[],
+        dynamic_dtmf=bool(spec.dynamic_dtmf),
+        use_agent_phone_number=use_agent,
+        keep_listening=keep,
+        on_transfer_no_answer=spec.on_transfer_no_answer or "return_to_assistant",
+        detect_voicemail=False,
+    )
+
+
+def _check_headers(headers: Mapping[str, str] | None) -> None:
+    """Refuse a header that frames or routes the request: the service sets those."""
+    for name in headers or {}:
+        if name.lower() in FRAMING_HEADERS:
+            _refuse(
+                "endpoint_headers",
+                f"may not name {name}: framing and routing headers ("
+                + ", ".join(FRAMING_NAMES)
+                + ") are the service's",
+            )
 
 
 def _check_locations(spec: ToolSpec, method: str, url: str) -> None:
@@ -305,7 +396,8 @@ def _merge(tool: Tool, patch: ToolPatch) -> ToolSpec:
         f.name: v for f in fields(ToolPatch) if not isinstance(v := getattr(patch, f.name), Unset)
     }
     if changes.get("type", tool.type) != tool.type:
-        for name in ("endpoint_method", "endpoint_timeout_ms", "tool_call_output_timeout_ms"):
+        reset = ("endpoint_method", "endpoint_timeout_ms", "tool_call_output_timeout_ms")
+        for name in (*reset, *PHONE_TRANSFER_ONLY, *AGENT_TRANSFER_ONLY):
             current[name] = None
     return ToolSpec(**(current | changes))
 

@@ -7,7 +7,9 @@ Each attempt is three small steps, each usable alone:
    (15 s) by far; a claimer that died releases nothing, so its rows are claimed again once
    the lease ends, or at once when the instance restarts under its name.
 2. `send`: one signed `POST` through the outbound client (the webhook tools' address rules,
-   no redirects: a 3xx is a failure; 15 s; the answer's body capped at 64 KiB and ignored).
+   no redirects: a 3xx is a failure; 15 s). The answer's body is ignored, whatever its
+   size or encoding: what of it arrives within 64 KiB and a second is read and dropped (so
+   the connection is kept), the rest abandoned; only the status counts.
    `webhook-id` is the delivery's `msg_…` on every attempt, `webhook-timestamp` the time of
    this attempt; while a rotated secret still signs, the signature holds two entries.
 3. `schedule`: what follows the attempt: a 2xx is `delivered`; a 410 disables the webhook
@@ -162,6 +164,7 @@ async def send(ctx: Context, due: DueDelivery, *, timeout_s: float = SEND_TIMEOU
             content=body,
             timeout_s=timeout_s,
             max_bytes=MAX_ANSWER_BYTES,
+            ignore_body=True,  # any 2xx is success, whatever its body (API.md section 14)
         )
     except OutboundError as error:
         return Attempt(status_code=None, error=str(error))
@@ -511,25 +514,43 @@ class DeliveryWorker:
         await self.flush()
 
 
+class RunningWorker:
+    """This instance's webhook worker while its block runs: `stop` ends it early (the
+    block's end stops it too; stopping twice is harmless)."""
+
+    def __init__(self, ctx: Context, worker: DeliveryWorker) -> None:
+        self._ctx = ctx
+        self._worker = worker
+        self._task = asyncio.create_task(worker.run(), name="parley-webhooks")
+        self._stopped = False
+
+    async def stop(self) -> None:
+        """Stop polling and sending; release this instance's claims."""
+        if self._stopped:
+            return
+        self._stopped = True
+        ctx = self._ctx
+        ctx.outbox_bell.stop_taking()
+        self._task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._task
+        await self._worker.stop()
+        ctx.outbox_bell.take()  # handed over too late: released below, as the rest
+        await _step("release this instance's claims", release_own_claims(ctx))
+
+
 @contextlib.asynccontextmanager
 async def delivery_worker(
     ctx: Context, options: WorkerOptions | None = None
-) -> AsyncIterator[None]:
+) -> AsyncIterator[RunningWorker]:
     """Run this instance's webhook worker for the duration of the block (the lifespan)."""
     await _step("release this instance's earlier claims", release_own_claims(ctx))
-    worker = DeliveryWorker(ctx, options)
-    task = asyncio.create_task(worker.run(), name="parley-webhooks")
+    running = RunningWorker(ctx, DeliveryWorker(ctx, options))
     ctx.outbox_bell.take_here(ctx.instance.id)
     try:
-        yield
+        yield running
     finally:
-        ctx.outbox_bell.stop_taking()
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
-        await worker.stop()
-        ctx.outbox_bell.take()  # handed over too late: released below, as the rest
-        await _step("release this instance's claims", release_own_claims(ctx))
+        await running.stop()
 
 
 async def _step(what: str, step: Awaitable[object]) -> None:

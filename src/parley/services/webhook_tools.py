@@ -6,11 +6,15 @@ The request:
   `"conversation_id"`; `query_string` parameters go to the query;
 - `GET`: the parameters in the query string, `conversation_id` too (a GET has no body, so
   a parameter placed in `request_body` goes to the query as well);
-- `url_path` parameters fill the `{name}` placeholders of the URL's path only, URL-encoded;
+- `url_path` parameters fill the `{name}` placeholders of the URL's path only, each value
+  percent-encoded as one path segment (`/`, `?`, `#` and `%` included); a value `.` or `..`
+  (a dot segment, which would climb the path) makes the output an error, nothing sent;
 - a parameter's location comes from `tool.parameter_locations`, else from the `location` of
   its item in the SDK's flat-list `parameters`, else it is `request_body` for POST and
   `query_string` for GET;
-- headers: the tool's `endpoint_headers`, then `Content-Type` (POST), `Idempotency-Key:
+- headers: the tool's `endpoint_headers` (framing and routing ones dropped: they are
+  refused at creation, services/tools.py), `User-Agent: Parley-Tools` unless they name
+  one, then `Content-Type` (POST), `Idempotency-Key:
   <call_id>` and the Standard Webhooks headers (`webhook-id` = the call ID, keyed by the
   tool's signing secret; the empty body is signed for GET), which a header of the tool
   cannot override;
@@ -35,7 +39,7 @@ from typing import Any, Final
 from urllib.parse import quote, urlencode, urlsplit, urlunsplit
 
 from parley.clock import utcnow
-from parley.outbound import OutboundError, OutboundTimeout, signature_headers
+from parley.outbound import FRAMING_HEADERS, OutboundError, OutboundTimeout, signature_headers
 from parley.records import Tool
 from parley.services.context import Context
 
@@ -44,18 +48,20 @@ log = logging.getLogger(__name__)
 DEFAULT_TIMEOUT_MS: Final = 5000
 MAX_ANSWER_BYTES: Final = 64 * 1024
 LOCATIONS: Final = ("request_body", "query_string", "url_path")
-PROTECTED_HEADERS: Final = frozenset(
-    {
-        "host",
-        "content-type",
-        "content-length",
-        "idempotency-key",
-        "webhook-id",
-        "webhook-timestamp",
-        "webhook-signature",
-    }
-)
+USER_AGENT: Final = "Parley-Tools"
+PROTECTED_HEADERS: Final = FRAMING_HEADERS | {
+    "content-type",
+    "idempotency-key",
+    "webhook-id",
+    "webhook-timestamp",
+    "webhook-signature",
+}
 """Headers the service sets; a tool's `endpoint_headers` cannot replace them."""
+DOT_SEGMENTS: Final = frozenset({".", ".."})
+
+
+class UnsendableCall(ValueError):
+    """The call cannot be made as the arguments ask (nothing is sent); the message says why."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,7 +102,10 @@ async def call_webhook_tool(
     """Call `tool`'s endpoint once with `arguments`; never raise for the endpoint's failure."""
     called_at = utcnow(ctx.clock)
     started = ctx.clock.monotonic()
-    request = build_request(tool, conversation_id=conversation_id, arguments=arguments)
+    try:
+        request = build_request(tool, conversation_id=conversation_id, arguments=arguments)
+    except UnsendableCall as unsendable:
+        return _not_sent(tool, unsendable, called_at)
     content = _json_bytes(request.body) if request.body is not None else b""
     status: int | None = None
     response_body: Any = None
@@ -142,8 +151,28 @@ async def call_webhook_tool(
     )
 
 
+def _not_sent(tool: Tool, unsendable: UnsendableCall, called_at: datetime) -> WebhookToolOutcome:
+    """The outcome of a call refused before anything was sent."""
+    why = str(unsendable)
+    log.info("webhook tool %s: not sent", tool.name)
+    return WebhookToolOutcome(
+        output={"error": why},
+        endpoint_method=(tool.endpoint_method or "POST").upper(),
+        endpoint_url=tool.endpoint_url or "",
+        endpoint_called_at=called_at,
+        request_body=None,
+        response_body=None,
+        response_status_code=None,
+        duration_ms=0,
+        timed_out=False,
+        error_message=why,
+    )
+
+
 def build_request(tool: Tool, *, conversation_id: str, arguments: Mapping[str, Any]) -> _Request:
-    """The method, the URL (path filled, query added) and the JSON body of one call."""
+    """The method, the URL (path filled, query added) and the JSON body of one call.
+
+    Raises UnsendableCall for a `url_path` value that is a dot segment."""
     method = (tool.endpoint_method or "POST").upper()
     default = "query_string" if method == "GET" else "request_body"
     locations = parameter_locations(tool)
@@ -189,6 +218,11 @@ def _fill_url(template: str, path_values: Mapping[str, str], query: list[tuple[s
         return template
     path = parts.path
     for name, value in path_values.items():
+        if value in DOT_SEGMENTS:
+            raise UnsendableCall(
+                f"The parameter {name} cannot be {value!r}: a url_path value is one path "
+                "segment, and a dot segment would change the path."
+            )
         path = path.replace("{" + name + "}", quote(value, safe=""))
     extra = urlencode(query)
     joined = "&".join(piece for piece in (parts.query, extra) if piece)
@@ -201,6 +235,8 @@ def _headers(tool: Tool, call_id: str, now: float, content: bytes, method: str) 
         for name, value in (tool.endpoint_headers or {}).items()
         if name.lower() not in PROTECTED_HEADERS
     }
+    if not any(name.lower() == "user-agent" for name in headers):
+        headers["User-Agent"] = USER_AGENT
     if method != "GET":
         headers["Content-Type"] = "application/json"
     headers["Idempotency-Key"] = call_id

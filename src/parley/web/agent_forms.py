@@ -9,6 +9,8 @@ Rules (the same limits as the REST API's AgentCreate, api/schemas.py):
 3. Boosted keywords are lines of text: at most 100, each at most 64 characters.
 4. The voice is picked from the installed voices (`voice_choices`); whether it is one is the
    service's rule (400 `unknown_voice`).
+5. The silence settings (API.md section 15): each number of seconds empty (off) or a whole
+   number, whose range is the service's rule; an empty poke text is the default one.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from starlette.datastructures import FormData
 
 from parley.errors import ValidationFailed
 from parley.records import Agent, TemplateVariable
+from parley.services.silence import DEFAULT_POKE_TEXT, MAX_POKE_TEXT, SilenceSettings
 from parley.services.templates import NAME_RULE, is_variable_name
 from parley.services.tools import BUILT_IN_TOOLS
 from parley.services.voices import Voice
@@ -80,6 +83,31 @@ def boosted_keywords(form: FormData) -> tuple[str, ...]:
             message = f"{word[:64]!r}: at most 64 characters, {LABEL_RULE}"
             raise ValidationFailed(param_errors={"boosted_keywords": message})
     return tuple(words)
+
+
+def silence(form: FormData) -> SilenceSettings:
+    """Read the silence settings (rule 5)."""
+    seconds: dict[str, int | None] = {}
+    for field in ("no_input_poke_sec", "no_input_end_conversation_sec"):
+        raw = forms.text(form, field, max_length=8)
+        if raw and not raw.isdigit():
+            raise ValidationFailed(param_errors={field: "a whole number of seconds, or empty"})
+        seconds[field] = int(raw) if raw else None
+    text = forms.text(form, "no_input_poke_text", max_length=MAX_POKE_TEXT)
+    return SilenceSettings(
+        poke_sec=seconds["no_input_poke_sec"],
+        poke_text=text or DEFAULT_POKE_TEXT,
+        end_sec=seconds["no_input_end_conversation_sec"],
+    )
+
+
+def silence_fields(settings: SilenceSettings) -> dict[str, int | str | None]:
+    """The settings as the agent's fields."""
+    return {
+        "no_input_poke_sec": settings.poke_sec,
+        "no_input_poke_text": settings.poke_text,
+        "no_input_end_conversation_sec": settings.end_sec,
+    }
 
 
 def variable_rows(state: FormState, agent: Agent | None) -> list[tuple[str, str]]:

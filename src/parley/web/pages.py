@@ -13,7 +13,15 @@ from starlette.responses import RedirectResponse, Response
 
 from parley.error_status import status_for
 from parley.errors import ParleyError, ValidationFailed
-from parley.services import api_keys, audit, conversations, jwt_config, session_tokens, token_check
+from parley.services import (
+    api_keys,
+    audit,
+    conversations,
+    dashboard,
+    jwt_config,
+    session_tokens,
+    token_check,
+)
 from parley.web import forms
 from parley.web.form_state import FORM_ERRORS, FailedForm
 from parley.web.render import SIGN_IN_PATH, PageRoute, done, notice, page
@@ -21,6 +29,8 @@ from parley.web.session import Visitor, checked_form, context_of, visitor
 
 router = APIRouter(prefix="/dashboard", route_class=PageRoute, include_in_schema=False)
 SignedIn = Annotated[Visitor, Depends(visitor)]
+CONVERSATIONS_PAGE = 50
+"""Conversations a page of the dashboard's list (newest first) shows."""
 
 
 async def _form(request: Request, signed_in: SignedIn) -> FormData:
@@ -235,14 +245,8 @@ async def revoke_token(
 async def conversations_page(
     request: Request, signed_in: SignedIn, cursor: str | None = None
 ) -> Response:
-    listed = await conversations.list_conversations(
-        context_of(request),
-        org_id=signed_in.org_id,
-        project=None,
-        agent=None,
-        only_ids=None,
-        cursor=cursor,
-        limit=50,
+    listed = await dashboard.recent_conversations(
+        context_of(request), org_id=signed_in.org_id, cursor=cursor, limit=CONVERSATIONS_PAGE
     )
     return await page(
         request, signed_in, "conversations.html", listed=listed, notice=notice(request)

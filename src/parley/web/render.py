@@ -135,6 +135,7 @@ NOTICES = {
     "key_revoked": "API key revoked.",
     "token_revoked": "Session token revoked: its live sockets close within 2 seconds.",
     "conversation_ended": "Conversation ended.",
+    "call_placed": "Call placed: the conversation starts when the callee answers.",
     "tool_updated": "Tool saved.",
     "tool_deleted": "Tool deleted.",
     "phone_saved": "Twilio account saved: calls to your numbers are checked with its token.",

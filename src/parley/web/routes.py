@@ -12,9 +12,9 @@ from starlette.responses import RedirectResponse, Response
 from starlette.staticfiles import StaticFiles
 
 from parley.error_status import status_for
-from parley.errors import ProjectNotFound, ValidationFailed
-from parley.records import UNSET, Agent, AgentPatch, AgentSpec
-from parley.services import agents
+from parley.errors import CarrierError, ProjectNotFound, ValidationFailed
+from parley.records import UNSET, Agent, AgentPatch, AgentSpec, OutboundCallRequest
+from parley.services import agents, outbound_calls
 from parley.services import dashboard as dashboard_service
 from parley.services.voices import cached_catalog, list_voices
 from parley.web import agent_forms, forms, pages, phone, tools, webhooks
@@ -214,6 +214,7 @@ async def agents_page(request: Request, signed_in: SignedIn) -> Response:
 @router.post("/agents")
 async def create_agent(request: Request, signed_in: SignedIn, form: CheckedForm) -> Response:
     try:
+        silence = agent_forms.silence(form)
         spec = AgentSpec(
             name=forms.name(form),
             voice_id=forms.text(form, "voice_id", max_length=100) or agents.DEFAULT_VOICE_ID,
@@ -226,6 +227,10 @@ async def create_agent(request: Request, signed_in: SignedIn, form: CheckedForm)
             tools=agent_forms.tool_names(form),
             template_variables=agent_forms.template_variables(form),
             boosted_keywords=agent_forms.boosted_keywords(form),
+            no_input_poke_sec=silence.poke_sec,
+            no_input_poke_text=silence.poke_text,
+            no_input_end_conversation_sec=silence.end_sec,
+            voicemail_message=forms.text(form, "voicemail_message", max_length=2_000) or None,
         )
         project = forms.text(form, "project", max_length=64) or None
         agent = await agents.create_agent(
@@ -263,6 +268,8 @@ async def update_agent(
             "tools": agent_forms.tool_names(form),
             "template_variables": agent_forms.template_variables(form),
             "boosted_keywords": agent_forms.boosted_keywords(form),
+            **agent_forms.silence_fields(agent_forms.silence(form)),
+            "voicemail_message": forms.text(form, "voicemail_message", max_length=2_000) or None,
         }
         changed = {k: v for k, v in wanted.items() if getattr(current, k) != v}
         patch = AgentPatch(**changed)  # type: ignore[arg-type]
@@ -297,7 +304,39 @@ async def agent_operation(
         return done("/dashboard/agents", "agent_deleted")
     if operation == "release":
         return await _release_numbers(request, signed_in, form, agent_id)
+    if operation == "call":
+        return await _call_a_number(request, signed_in, form, agent_id)
     return error_page(request, 404, "not_found", "Not found.")
+
+
+async def _call_a_number(
+    request: Request, signed_in: Visitor, form: FormData, agent_id: str
+) -> Response:
+    """The agent page's "Call a number" (API.md section 15): place the call, then show its
+    conversation; a refusal is shown beside the form."""
+    ctx = context_of(request)
+    try:
+        to = forms.text(form, "to_phone_number", max_length=16, required=True)
+        if not forms.E164.fullmatch(to):
+            raise ValidationFailed(
+                param_errors={"to_phone_number": "must be an E.164 number such as +14155550123"}
+            )
+        request_ = OutboundCallRequest(
+            to_phone_number=to,
+            agent=agent_id,
+            project=None,
+            from_phone_number=forms.text(form, "from_phone_number", max_length=16) or None,
+            settings={},
+        )
+        placed = await outbound_calls.place_call(
+            ctx, org_id=signed_in.org_id, request=request_, actor=signed_in.actor,
+            speech=cached_catalog(request.app.state),
+        )  # fmt: skip
+    except (*FORM_ERRORS, CarrierError) as error:  # the carrier's refusal is shown too
+        agent = await agents.get_agent(ctx, org_id=signed_in.org_id, ref=agent_id, project=None)
+        failed = FailedForm.of("call-number", form, error)
+        return await _agent_page(request, signed_in, agent, status=status_for(error), failed=failed)
+    return done(f"/dashboard/conversations/{placed}", "call_placed")
 
 
 async def _release_numbers(

@@ -26,6 +26,7 @@ from parley.api.schemas import (
     SuccessOut,
     TemplateVariableIn,
     error_responses,
+    retention_policy,
 )
 from parley.errors import ValidationFailed
 from parley.records import UNSET, AgentPatch, AgentSpec, TemplateVariable, Unset
@@ -80,6 +81,11 @@ async def create_agent(
         tools=tuple(body.tools),
         template_variables=_defaults(body.template_variables),
         boosted_keywords=tuple(body.boosted_keywords),
+        no_input_poke_sec=body.no_input_poke_sec,
+        no_input_poke_text=body.no_input_poke_text,
+        no_input_end_conversation_sec=body.no_input_end_conversation_sec,
+        voicemail_message=body.voicemail_message,
+        data_retention_policy=retention_policy(body.data_retention_policy),
     )
     agent = await agents.create_agent(
         ctx,
@@ -119,7 +125,13 @@ async def update_agent(
     if nulls := body.null_fields():
         raise ValidationFailed(param_errors=dict.fromkeys(nulls, "may not be null"))
     sent = body.model_fields_set
-    lists = {"phone_numbers", "tools", "boosted_keywords", "template_variables"}
+    lists = {
+        "phone_numbers",
+        "tools",
+        "boosted_keywords",
+        "template_variables",
+        "data_retention_policy",
+    }
     patch = AgentPatch(
         **{name: getattr(body, name) for name in sent - lists},
         phone_numbers=_tuple_or_unset(body.phone_numbers),
@@ -127,6 +139,11 @@ async def update_agent(
         boosted_keywords=_tuple_or_unset(body.boosted_keywords),
         template_variables=(
             _defaults(body.template_variables) if body.template_variables is not None else UNSET
+        ),
+        data_retention_policy=(
+            retention_policy(body.data_retention_policy)
+            if body.data_retention_policy is not None
+            else UNSET
         ),
     )
     agent = await agents.update_agent(

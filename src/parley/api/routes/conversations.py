@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
+from fastapi.responses import FileResponse
 
 from parley.api.convert import conversation_out
 from parley.api.deps import (
@@ -17,6 +18,7 @@ from parley.api.deps import (
     CursorParam,
     LimitParam,
     ProjectParam,
+    Speech,
     actor_of,
 )
 from parley.api.schemas import (
@@ -26,7 +28,14 @@ from parley.api.schemas import (
     SuccessOut,
     error_responses,
 )
-from parley.services import conversation_read, conversations
+from parley.api.telephony_schemas import OutboundCallIn, OutboundCallOut
+from parley.services import (
+    conversation_read,
+    conversations,
+    outbound_calls,
+    recordings,
+    retention,
+)
 from parley.text import Label
 
 router = APIRouter(prefix="/v1/conversations", tags=["conversations"])
@@ -50,6 +59,26 @@ async def create_conversation(
         conversation_id=body.id,
     )
     return ConversationEnvelope(conversation=conversation_out(conversation))
+
+
+@router.post(
+    "/outbound_call",
+    response_model=OutboundCallOut,
+    responses=error_responses(400, 401, 403, 404, 409, 413, 429, 502, 503),
+)
+async def outbound_call(
+    request: Request, ctx: Ctx, principal: ApiKeyPrincipal, speech: Speech, body: OutboundCallIn
+) -> OutboundCallOut:
+    """Call a number with an agent (API.md section 15): a `pending` conversation that the
+    callee's answer starts. `dry_run`: the checks only."""
+    placed = await outbound_calls.place_call(
+        ctx,
+        org_id=principal.org_id,
+        request=body.request(),
+        actor=actor_of(request, principal),
+        speech=speech,
+    )
+    return OutboundCallOut(conversation_id=placed, dry_run=body.dry_run)
 
 
 @router.get("", response_model=ConversationList, responses=error_responses(400, 401, 403, 404, 503))
@@ -92,6 +121,68 @@ async def end_conversation(
         actor=actor_of(request, principal),
     )
     return SuccessOut(success=True)
+
+
+@router.post(
+    "/{id}/cancel",
+    response_model=SuccessOut,
+    responses=error_responses(401, 403, 404, 409, 429, 503),
+)
+async def cancel_conversation(
+    request: Request, ctx: Ctx, principal: ApiKeyPrincipal, conversation_id: ConversationId
+) -> SuccessOut:
+    """End a conversation as `…/end` does and hang up its phone call, ringing or live."""
+    await outbound_calls.cancel_call(
+        ctx,
+        org_id=principal.org_id,
+        conversation_id=conversation_id,
+        actor=actor_of(request, principal),
+    )
+    return SuccessOut(success=True)
+
+
+@router.delete(
+    "/{id}",
+    response_model=SuccessOut,
+    responses=error_responses(401, 403, 404, 409, 429, 503),
+)
+async def delete_conversation(
+    request: Request, ctx: Ctx, principal: ApiKeyPrincipal, conversation_id: ConversationId
+) -> SuccessOut:
+    """Delete an ended conversation's transcript and recording now (API.md section 16); the
+    record stays, with `deletion_info`. 409 `conversation_live` before it has ended."""
+    await retention.delete_conversation(
+        ctx,
+        org_id=principal.org_id,
+        conversation_id=conversation_id,
+        actor=actor_of(request, principal),
+    )
+    return SuccessOut(success=True)
+
+
+@router.get(
+    "/{id}/audio",
+    response_class=FileResponse,
+    responses={
+        200: {"content": {"audio/wav": {}}, "description": "The recording (byte ranges: 206)."},
+        **error_responses(403, 404, 503),
+    },
+)
+async def conversation_audio(
+    ctx: Ctx,
+    conversation_id: ConversationId,
+    expires: Annotated[str | None, Query(max_length=20)] = None,
+    signature: Annotated[str | None, Query(max_length=100)] = None,
+) -> FileResponse:
+    """The conversation's recording, by the signed URL of its `audio_url` (API.md section
+    16): no credential; a wrong, missing or expired signature is 403 `invalid_signature`."""
+    stored = await recordings.open_audio(ctx, conversation_id, expires=expires, signature=signature)
+    return FileResponse(
+        stored.path,
+        media_type="audio/wav",
+        filename=f"{conversation_id}.wav",
+        content_disposition_type="inline",
+    )
 
 
 @router.get(

@@ -24,7 +24,6 @@ from parley.api.tool_schemas import (
     ToolUpdate,
 )
 from parley.errors import ValidationFailed
-from parley.records import ToolPatch
 from parley.services import tools
 from parley.text import Label
 
@@ -96,7 +95,7 @@ async def update_tool(
     """Update some fields of a tool; the result is checked as a whole tool."""
     if nulls := body.null_fields():
         raise ValidationFailed(param_errors=dict.fromkeys(nulls, "may not be null"))
-    patch = ToolPatch(**{name: getattr(body, name) for name in body.model_fields_set})
+    patch = body.patch()
     await tools.update_tool(
         ctx, org_id=principal.org_id, ref=name_or_id, project=project, patch=patch, actor=actor
     )

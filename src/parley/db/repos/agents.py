@@ -24,6 +24,7 @@ from parley.records import (
     AgentSpec,
     Project,
     ProjectRef,
+    RetentionPolicy,
     TemplateVariable,
     Unset,
 )
@@ -73,6 +74,11 @@ def to_record(row: AgentRow | Row[Any], project_name: str, numbers: Sequence[str
             for name, stored in (row.template_variables or {}).items()
         },
         boosted_keywords=tuple(row.boosted_keywords or ()),
+        no_input_poke_sec=row.no_input_poke_sec,
+        no_input_poke_text=row.no_input_poke_text,
+        no_input_end_conversation_sec=row.no_input_end_conversation_sec,
+        voicemail_message=row.voicemail_message,
+        data_retention_policy=RetentionPolicy.from_json(row.data_retention_policy),
     )
 
 
@@ -193,6 +199,11 @@ async def insert(
         tools=list(spec.tools),
         template_variables=_stored_variables(spec.template_variables),
         boosted_keywords=list(spec.boosted_keywords),
+        no_input_poke_sec=spec.no_input_poke_sec,
+        no_input_poke_text=spec.no_input_poke_text,
+        no_input_end_conversation_sec=spec.no_input_end_conversation_sec,
+        voicemail_message=spec.voicemail_message,
+        data_retention_policy=spec.data_retention_policy.to_json(),
         disabled_at=None,
         created_at=now,
         updated_at=now,
@@ -210,6 +221,10 @@ PATCHABLE_COLUMNS = (
     "welcome_message",
     "language",
     "audio_format",
+    "no_input_poke_sec",
+    "no_input_poke_text",
+    "no_input_end_conversation_sec",
+    "voicemail_message",
 )
 
 
@@ -226,6 +241,8 @@ async def apply_patch(
         for column in PATCHABLE_COLUMNS
         if not isinstance(value := getattr(patch, column), Unset)
     }
+    if not isinstance(patch.data_retention_policy, Unset):
+        changes["data_retention_policy"] = patch.data_retention_policy.to_json()
     if not isinstance(patch.tools, Unset):
         changes["tools"] = list(patch.tools)
     if not isinstance(patch.boosted_keywords, Unset):

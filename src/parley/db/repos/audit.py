@@ -85,26 +85,35 @@ async def append(session: AsyncSession, event: AuditEvent) -> None:
     first event (`lock_chain` read it in this transaction). The head's `seq` is the
     organization's generation (`generation_of`): the commit tells the read model too.
     """
-    mark_changed(session, event.org_id)
-    await session.execute(
-        _INSERT_EVENT,
+    await append_many(session, [event])
+
+
+async def append_many(session: AsyncSession, events: Sequence[AuditEvent]) -> None:
+    """`append` for consecutive events of one organization's chain (locked): one insert of
+    them all, and the head moved once, to the last."""
+    if not events:
+        return
+    first, last = events[0], events[-1]
+    mark_changed(session, last.org_id)
+    rows = [
         {
             **_described(event),
             "seq": event.seq,
             "target": event.target,
             "prev_hash": event.prev_hash,
             "hash": event.hash,
-        },
-    )
-    if event.seq > 1:
+        }
+        for event in events
+    ]
+    await session.execute(_INSERT_EVENT, rows[0] if len(rows) == 1 else rows)
+    if first.seq > 1:
         moved = await session.execute(
-            _MOVE_HEAD, {"head_org_id": event.org_id, "new_seq": event.seq, "new_hash": event.hash}
+            _MOVE_HEAD, {"head_org_id": last.org_id, "new_seq": last.seq, "new_hash": last.hash}
         )
         if _rowcount(moved) == 1:
             return
-    await session.execute(
-        insert(AuditHeadRow).values(org_id=event.org_id, seq=event.seq, hash=event.hash)
-    )
+    head = {"org_id": last.org_id, "seq": last.seq, "hash": last.hash}
+    await session.execute(insert(AuditHeadRow).values(**head))
 
 
 # The statements of every audited change, built once with bound parameters, so that their

@@ -8,10 +8,10 @@ from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Row, and_, bindparam, insert, or_, select, update
+from sqlalchemy import Row, and_, bindparam, delete, insert, or_, select, tuple_, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from parley.db.pagination import paginate
+from parley.db.pagination import SelectT, decode_cursor, paginate
 from parley.db.session import StatementConnection
 from parley.db.tables import AgentRow, ConversationItemRow, ConversationRow, InstanceRow
 from parley.errors import ConversationExists
@@ -21,7 +21,11 @@ from parley.records import (
     CallInfo,
     Conversation,
     ConversationItem,
+    EndedBy,
+    Outcome,
     ProjectRef,
+    RetentionPolicy,
+    Status,
     ToolCall,
 )
 
@@ -55,6 +59,18 @@ class ConversationState:
     ended_by: str | None = None
     latencies_ms: tuple[int, ...] = ()
     interruptions_count: int = 0
+    call_direction: str | None = None
+    call_settings: Mapping[str, Any] | None = None
+    answered_by: str | None = None
+    transfer: Mapping[str, Any] | None = None
+    transfer_since: datetime | None = None
+    recording_key: str | None = None
+    recorded_at: datetime | None = None
+    transcripts_deleted_at: datetime | None = None
+    audio_deleted_at: datetime | None = None
+    retention: Mapping[str, Any] | None = None
+    transcripts_due_at: datetime | None = None
+    audio_due_at: datetime | None = None
 
 
 COLUMNS = tuple(field.name for field in fields(ConversationState))
@@ -81,6 +97,18 @@ def to_state(row: ConversationRow) -> ConversationState:
         ended_by=row.ended_by,
         latencies_ms=tuple(row.latencies_ms or ()),
         interruptions_count=row.interruptions_count or 0,
+        call_direction=row.call_direction,
+        call_settings=row.call_settings,
+        answered_by=row.answered_by,
+        transfer=row.transfer,
+        transfer_since=row.transfer_since,
+        recording_key=row.recording_key,
+        recorded_at=row.recorded_at,
+        transcripts_deleted_at=row.transcripts_deleted_at,
+        audio_deleted_at=row.audio_deleted_at,
+        retention=row.retention,
+        transcripts_due_at=row.transcripts_due_at,
+        audio_due_at=row.audio_due_at,
     )
 
 
@@ -115,6 +143,12 @@ def to_record(
         ended_by=row.ended_by,
         latencies_ms=tuple(row.latencies_ms or ()),
         interruptions_count=row.interruptions_count or 0,
+        call_settings=dict(row.call_settings or {}),
+        answered_by=row.answered_by,
+        transfer=dict(row.transfer) if row.transfer else None,
+        recording_key=row.recording_key,
+        transcripts_deleted_at=row.transcripts_deleted_at,
+        audio_deleted_at=row.audio_deleted_at,
     )
 
 
@@ -126,6 +160,7 @@ def _call_info(row: ConversationRow | ConversationState | Row[Any]) -> CallInfo 
         from_phone_number=row.from_phone_number,
         to_phone_number=row.to_phone_number,
         twilio_call_sid=row.twilio_call_sid,
+        direction=row.call_direction or "inbound",
     )
 
 
@@ -282,8 +317,10 @@ async def create(
     project: ProjectRef,
     at: datetime,
     call_info: CallInfo | None = None,
+    call_settings: Mapping[str, Any] | None = None,
 ) -> ConversationState:
-    """Insert a `pending` conversation of an agent (of a phone call, given `call_info`)."""
+    """Insert a `pending` conversation of an agent (of a phone call, given `call_info`; an
+    outbound call's `config` overrides, given `call_settings`)."""
     state = ConversationState(
         org_id=org_id,
         id=conversation_id,
@@ -300,6 +337,8 @@ async def create(
         from_phone_number=call_info.from_phone_number if call_info else None,
         to_phone_number=call_info.to_phone_number if call_info else None,
         twilio_call_sid=call_info.twilio_call_sid if call_info else None,
+        call_direction=call_info.direction if call_info else None,
+        call_settings=dict(call_settings) if call_settings is not None else None,
     )
     await session.execute(insert(ConversationRow).values(**_columns(state)))
     return state
@@ -314,8 +353,10 @@ async def go_live(
     instance_id: str,
     end_user: str | None,
     at: datetime,
+    retention: RetentionPolicy | None = None,
 ) -> ConversationState:
-    """Make a conversation `live`, served by `instance_id`; keep a first start and end user.
+    """Make a conversation `live`, served by `instance_id`; keep a first start and end user,
+    and the retention policy it goes live with (None: the one it has).
 
     `state` is current (found with `for_update`, or just created): the new state follows
     from it, and nothing is written when nothing changes.
@@ -325,10 +366,11 @@ async def go_live(
         agent_id=agent_id,
         project_id=project.id,
         project_name=project.name,
-        status="live",
+        status=Status.LIVE,
         instance_id=instance_id,
         started_at=state.started_at or at,
         end_user=state.end_user or end_user,
+        retention=retention.to_json() if retention is not None else state.retention,
     )
     await _write_changes(session, state, new)
     return new
@@ -336,25 +378,32 @@ async def go_live(
 
 async def end(
     session: AsyncSession,
-    state: ConversationState,
+    org_id: str,
+    conversation_id: str,
     *,
     at: datetime,
-    ended_by: str,
-    latencies_ms: Sequence[int] = (),
-    interruptions_count: int = 0,
-) -> None:
-    """Mark a conversation `ended` at `at` by `ended_by`, with how it went, unless it
-    already is (idempotent: the first end decides)."""
-    if state.status != "ended":
-        ended = replace(
-            state,
-            status="ended",
-            ended_at=at,
-            ended_by=ended_by,
-            latencies_ms=tuple(latencies_ms),
-            interruptions_count=interruptions_count,
+    ended_by: EndedBy,
+    measured: Outcome | None = None,
+    due: tuple[datetime | None, datetime | None] = (None, None),
+) -> bool:
+    """Store the transition to `ended` at `at` by `ended_by` (with what its socket
+    `measured`, and when its transcript and recording are `due` for deletion), unless the
+    conversation has ended already; True if this statement ended it (of two racing, one
+    does). Who ends a conversation, and what else follows, is services/endings.py's."""
+    how = {} if measured is None else _analysis_columns(measured)
+    how.update(transcripts_due_at=due[0], audio_due_at=due[1])
+    result = await session.execute(
+        update(ConversationRow)
+        .where(
+            ConversationRow.org_id == org_id,
+            ConversationRow.id == conversation_id,
+            ConversationRow.status != Status.ENDED,
         )
-        await _write_changes(session, state, ended)
+        .values(status=Status.ENDED, ended_at=at, ended_by=ended_by, **how)
+        .returning(ConversationRow.id)
+        .execution_options(synchronize_session=False)
+    )
+    return result.first() is not None
 
 
 async def set_external_id(
@@ -363,16 +412,191 @@ async def set_external_id(
     await _write_changes(session, state, replace(state, external_id=external_id))
 
 
-async def set_analysis(
+async def set_call_sid(session: AsyncSession, state: ConversationState, call_sid: str) -> None:
+    """Record the carrier's SID of the call placed for a conversation (API.md section 15)."""
+    await _write_changes(session, state, replace(state, twilio_call_sid=call_sid))
+
+
+async def set_agent(session: AsyncSession, state: ConversationState, agent_id: str) -> None:
+    """The conversation goes on with another agent (a transfer, API.md section 15)."""
+    await _write_changes(session, state, replace(state, agent_id=agent_id))
+
+
+async def set_transfer(
     session: AsyncSession,
     state: ConversationState,
+    transfer: Mapping[str, Any] | None,
     *,
-    latencies_ms: Sequence[int],
-    interruptions_count: int,
-) -> None:
-    """Store how a conversation went (its socket measured it), whoever ended it."""
-    new = replace(state, latencies_ms=tuple(latencies_ms), interruptions_count=interruptions_count)
+    at: datetime,
+) -> ConversationState:
+    """Record a phone transfer's state (None: none under way) as of `at`."""
+    new = replace(
+        state,
+        transfer=dict(transfer) if transfer is not None else None,
+        transfer_since=at if transfer is not None else None,
+    )
     await _write_changes(session, state, new)
+    return new
+
+
+async def stale_transfers(
+    session: AsyncSession, *, since_before: datetime
+) -> list[tuple[str, str]]:
+    """The (org, ID) pairs of live conversations whose transfer has not moved since."""
+    result = await session.execute(
+        select(ConversationRow.org_id, ConversationRow.id).where(
+            ConversationRow.status == Status.LIVE,
+            ConversationRow.transfer_since < since_before,
+        )
+    )
+    return [(org_id, conversation_id) for org_id, conversation_id in result]
+
+
+async def set_answered_by(
+    session: AsyncSession, state: ConversationState, answered_by: str
+) -> None:
+    """Record the carrier's answering-machine verdict of an outbound call."""
+    await _write_changes(session, state, replace(state, answered_by=answered_by))
+
+
+async def set_analysis(session: AsyncSession, state: ConversationState, measured: Outcome) -> None:
+    """Store how a conversation went (its socket measured it), whoever ended it."""
+    await _write_changes(session, state, replace(state, **_analysis_columns(measured)))
+
+
+async def set_recording(
+    session: AsyncSession, org_id: str, conversation_id: str, *, key: str, at: datetime
+) -> bool:
+    """Record where the conversation's recording is kept; False when the conversation is
+    gone (deleted with its organization meanwhile)."""
+    result = await session.execute(
+        update(ConversationRow)
+        .where(ConversationRow.org_id == org_id, ConversationRow.id == conversation_id)
+        .values(recording_key=key, recorded_at=at)
+        .returning(ConversationRow.id)
+        .execution_options(synchronize_session=False)
+    )
+    return result.first() is not None
+
+
+async def delete_due(
+    session: AsyncSession, due: Sequence[Due], *, at: datetime
+) -> list[tuple[str, str, tuple[str, ...]]]:
+    """Delete the transcripts (items, with their tool call records) and forget the
+    recordings (their files are the caller's) of `due`, set-based, each part only if not
+    deleted yet, stamping when (API.md section 16); of two instances racing, one deletes
+    each. Return (organization, conversation, parts deleted) for each one changed."""
+    done: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for part, column, wanted in (
+        ("transcript", ConversationRow.transcripts_deleted_at, [d for d in due if d.transcript]),
+        ("audio", ConversationRow.audio_deleted_at, [d for d in due if d.audio]),
+    ):
+        if not wanted:
+            continue
+        values: dict[str, Any] = {column.key: at}
+        if part == "audio":
+            values["recording_key"] = None
+        result = await session.execute(
+            update(ConversationRow)
+            .where(
+                tuple_(ConversationRow.org_id, ConversationRow.id).in_(
+                    [(d.org_id, d.id) for d in wanted]
+                ),
+                column.is_(None),
+            )
+            .values(**values)
+            .returning(ConversationRow.org_id, ConversationRow.id)
+            .execution_options(synchronize_session=False)
+        )
+        changed = [(row.org_id, row.id) for row in result.all()]
+        for key in changed:
+            done[key].append(part)
+        if part == "transcript" and changed:
+            await session.execute(
+                delete(ConversationItemRow).where(
+                    tuple_(ConversationItemRow.org_id, ConversationItemRow.conversation_id).in_(
+                        changed
+                    )
+                )
+            )
+    return [
+        (org_id, conversation_id, tuple(parts)) for (org_id, conversation_id), parts in done.items()
+    ]
+
+
+@dataclass(frozen=True, slots=True)
+class Due:
+    """A conversation with something due for deletion."""
+
+    org_id: str
+    id: str
+    transcript: bool
+    audio: bool
+    recording_key: str | None
+
+
+async def due_for_deletion(
+    connection: StatementConnection, *, now: datetime, limit: int
+) -> list[Due]:
+    """Conversations whose transcript or recording is due and not deleted yet (the
+    retention sweep), at most `limit`."""
+    transcript_due = and_(
+        ConversationRow.transcripts_due_at <= now, ConversationRow.transcripts_deleted_at.is_(None)
+    )
+    audio_due = and_(
+        ConversationRow.audio_due_at <= now, ConversationRow.audio_deleted_at.is_(None)
+    )
+    query = (
+        select(
+            ConversationRow.org_id,
+            ConversationRow.id,
+            ConversationRow.transcripts_due_at,
+            ConversationRow.transcripts_deleted_at,
+            ConversationRow.audio_due_at,
+            ConversationRow.audio_deleted_at,
+            ConversationRow.recording_key,
+        )
+        .where(or_(transcript_due, audio_due))
+        .limit(limit)
+    )
+    return [
+        Due(
+            org_id=row.org_id,
+            id=row.id,
+            transcript=row.transcripts_due_at is not None
+            and row.transcripts_due_at <= now
+            and row.transcripts_deleted_at is None,
+            audio=row.audio_due_at is not None
+            and row.audio_due_at <= now
+            and row.audio_deleted_at is None,
+            recording_key=row.recording_key,
+        )
+        for row in (await connection.execute(query)).all()
+    ]
+
+
+async def recordings_named(
+    connection: StatementConnection, conversation_id: str
+) -> list[tuple[str, str]]:
+    """(organization, recording key) of every recorded conversation with this ID: IDs are
+    unique within an organization only, and a recording's URL names none."""
+    if not is_valid_conversation_id(conversation_id):
+        return []
+    result = await connection.execute(
+        select(ConversationRow.org_id, ConversationRow.recording_key).where(
+            ConversationRow.id == conversation_id,
+            ConversationRow.recording_key.is_not(None),
+            ConversationRow.audio_deleted_at.is_(None),
+        )
+    )
+    return [(row.org_id, row.recording_key) for row in result.all()]
+
+
+def _analysis_columns(measured: Outcome) -> dict[str, Any]:
+    return {
+        "latencies_ms": tuple(measured.latencies_ms),
+        "interruptions_count": measured.interruptions_count,
+    }
 
 
 async def set_template_variables(
@@ -494,7 +718,10 @@ async def list_page(
     only_ids: Sequence[str] | None,
     cursor: str | None,
     limit: int,
+    newest_first: bool = False,
 ) -> list[Conversation]:
+    """Up to `limit` + 1 conversations after `cursor`, oldest first (the API's order) or
+    newest first (the dashboard's)."""
     query = select(ConversationRow, AgentRow.name).outerjoin(
         AgentRow, AgentRow.id == ConversationRow.agent_id
     )
@@ -505,31 +732,45 @@ async def list_page(
         query = query.where(ConversationRow.agent_id == agent_id)
     if only_ids is not None:
         query = query.where(ConversationRow.id.in_(only_ids))
-    query = paginate(
-        query,
-        created_at=ConversationRow.created_at,
-        row_id=ConversationRow.id,
-        cursor=cursor,
-        limit=limit,
-    )
+    if newest_first:
+        query = _newest_first(query, cursor=cursor, limit=limit)
+    else:
+        query = paginate(
+            query,
+            created_at=ConversationRow.created_at,
+            row_id=ConversationRow.id,
+            cursor=cursor,
+            limit=limit,
+        )
     rows = (await session.execute(query)).all()
     items = await items_of(session, org_id, [row.id for row, _ in rows])
     return [to_record(row, name, items.get(row.id, [])) for row, name in rows]
 
 
-async def end_live_where(
+def _newest_first(query: SelectT, *, cursor: str | None, limit: int) -> SelectT:
+    """Order by (created_at, id) descending, start before `cursor`'s row, one extra row.
+
+    The cursor is `paginate`'s (the last row of the page before), read the other way.
+    """
+    created_at, row_id = ConversationRow.created_at, ConversationRow.id
+    if cursor is not None:
+        before_created, before_id = decode_cursor(cursor)
+        query = query.where(
+            or_(created_at < before_created, and_(created_at == before_created, row_id < before_id))
+        )
+    return query.order_by(created_at.desc(), row_id.desc()).limit(limit + 1)
+
+
+async def live_where(
     session: AsyncSession,
     *,
-    at: datetime,
     owned_by: str | None = None,
     stale_before: datetime | None = None,
     sparing: str | None = None,
 ) -> list[tuple[str, str]]:
-    """End live conversations; return their (org, ID) pairs.
-
-    Ended: those of instance `owned_by`, and (given `stale_before`) those whose owner has no
-    heartbeat newer than `stale_before` or that have no owner; never those of `sparing`.
-    """
+    """The (org, ID) pairs of live conversations of instance `owned_by`, and (given
+    `stale_before`) of those whose owner has no heartbeat newer than `stale_before` or that
+    have no owner; never those of `sparing`."""
     owner = ConversationRow.instance_id
     conditions = []
     if owned_by is not None:
@@ -542,12 +783,8 @@ async def end_live_where(
         )
     if not conditions:
         return []
-    statement = (
-        update(ConversationRow)
-        .where(ConversationRow.status == "live", or_(*conditions))
-        .values(status="ended", ended_at=at, ended_by="shutdown")
-        .returning(ConversationRow.org_id, ConversationRow.id)
-        .execution_options(synchronize_session=False)
+    statement = select(ConversationRow.org_id, ConversationRow.id).where(
+        ConversationRow.status == Status.LIVE, or_(*conditions)
     )
     return [
         (org_id, conversation_id) for org_id, conversation_id in await session.execute(statement)

@@ -6,7 +6,7 @@ it before `insert` and unseals `Tool.signing_secret` after `load`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -24,6 +24,18 @@ UNIQUE_VIOLATIONS = {
     "tools.project_id, tools.name": NameTaken,
 }
 PATCHABLE_COLUMNS = tuple(name for name in ToolPatch.__slots__)
+TRANSFER_COLUMNS = (
+    "phone_number",
+    "dtmf",
+    "dynamic_dtmf",
+    "use_agent_phone_number",
+    "keep_listening",
+    "post_transfer_message",
+    "on_transfer_no_answer",
+    "detect_voicemail",
+    "agents_to_transfer_to",
+)
+"""A transfer tool's settings (API.md section 15), stored as they are named."""
 
 
 def to_record(row: ToolRow, project_name: str) -> Tool:
@@ -47,6 +59,12 @@ def to_record(row: ToolRow, project_name: str) -> Tool:
         signing_secret=row.signing_secret_sealed,
         created_at=row.created_at,
         updated_at=row.updated_at,
+        **{
+            name: getattr(row, name) for name in TRANSFER_COLUMNS if name != "agents_to_transfer_to"
+        },
+        agents_to_transfer_to=(
+            tuple(row.agents_to_transfer_to) if row.agents_to_transfer_to is not None else None
+        ),
     )
 
 
@@ -132,6 +150,7 @@ async def insert(
         signing_secret_sealed=sealed_secret,
         created_at=now,
         updated_at=now,
+        **{name: _plain(getattr(spec, name)) for name in TRANSFER_COLUMNS},
     )
     session.add(row)
     await session.flush()
@@ -146,7 +165,7 @@ async def apply_patch(
     for column in PATCHABLE_COLUMNS:
         value = getattr(patch, column)
         if not isinstance(value, Unset):
-            changes[column] = _plain(value) if isinstance(value, dict) else value
+            changes[column] = _plain(value)
     await session.execute(
         update(ToolRow).where(ToolRow.id == tool_id).values(**changes, updated_at=now)
     )
@@ -179,5 +198,8 @@ async def delete_row(session: AsyncSession, tool_id: str) -> None:
 
 
 def _plain(value: Any) -> Any:
-    """A mapping as a plain dict, for the JSON column."""
-    return dict(value) if value is not None else None
+    """A mapping as a plain dict and a tuple as a list, for a JSON column; others as they
+    are."""
+    if isinstance(value, tuple):
+        return list(value)
+    return dict(value) if isinstance(value, Mapping) else value

@@ -1,16 +1,15 @@
 """The conversation behind a socket (API.md section 8), free of ASGI types and of wires.
 
 handshake.py authenticates the handshake; codec.py is the seam between the session and a
-wire (events in, messages out, the `Codec` Protocol); parley_codec.py and frames.py are
-Parley's own socket; session.py is the conversation's state machine and lifecycle; relay.py
-turns engine events into messages and stored items; tools.py runs tool calls; watchdog.py
-closes the socket on expiry, revocation or an end from elsewhere.
+wire (events in, messages out, the `Codec` Protocol), which the wires of `parley.wires`
+implement (the session never imports one: an import contract); session.py is the
+conversation's state machine and lifecycle; relay.py turns engine events into messages and
+stored items; tools.py runs tool calls; watchdog.py closes the socket on expiry, revocation or
+an end from elsewhere; call.py opens and abandons a phone call's conversation.
 """
 
 from parley.services.live.codec import MAX_FRAME_BYTES, Codec
-from parley.services.live.frames import CLIENT_MESSAGE_TYPES
 from parley.services.live.handshake import Handshake, open_handshake
-from parley.services.live.parley_codec import ParleyCodec
 from parley.services.live.session import (
     CONFIG_TIMEOUT_SECONDS,
     AlreadyConfigured,
@@ -24,7 +23,6 @@ MAX_MESSAGE_BYTES = MAX_FRAME_BYTES
 """A frame over 1 MiB closes the socket with 1009 (the server's own frame cap too)."""
 
 __all__ = [
-    "CLIENT_MESSAGE_TYPES",
     "CONFIG_TIMEOUT_SECONDS",
     "MAX_MESSAGE_BYTES",
     "WATCH_INTERVAL_SECONDS",
@@ -34,6 +32,5 @@ __all__ = [
     "ConfigTimeout",
     "Handshake",
     "LiveSession",
-    "ParleyCodec",
     "open_handshake",
 ]

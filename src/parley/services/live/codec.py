@@ -2,8 +2,9 @@
 
 The session speaks events and never sees a frame. A codec turns one wire's frames into
 `Inbound` events (`decode`) and the session's `Outbound` messages into frames (`encode`),
-and owns that wire's quirks. `ParleyCodec` (parley_codec.py) is Parley's own socket; a phone
-carrier's codec (Twilio Media Streams) fits the same Protocol:
+and owns that wire's quirks. The codecs live in `parley.wires`, which the session never
+imports: `ParleyCodec` (wires/parley_codec.py) is Parley's own socket; a phone carrier's codec
+(`TwilioCodec`, wires/twilio_codec.py) fits the same Protocol:
 
 - `AudioIn` holds bytes in the session's input format: the codec undoes base64 and the like;
 - a call is configured by `Configure(agent=None)`: the agent of the pending conversation its
@@ -31,7 +32,8 @@ from typing import Any, Protocol, TypeAlias, runtime_checkable
 
 from parley import engine
 from parley.errors import ParleyError
-from parley.records import ToolCall
+from parley.records import UNSET, ToolCall, Unset
+from parley.records import RetentionPolicy as RetentionPolicy  # for the wires, which see no records
 
 Frame: TypeAlias = str | bytes
 """One WebSocket message: a text frame or a binary frame."""
@@ -78,6 +80,20 @@ class Configure:
     voice_id: str | None = None
     tools: tuple[ToolItem, ...] | None = None
     template_variables: Mapping[str, str] | None = None
+    no_input_poke_sec: int | Unset | None = UNSET
+    """UNSET: the agent's; None: off (API.md section 15)."""
+    no_input_poke_text: str | Unset = UNSET
+    no_input_end_conversation_sec: int | Unset | None = UNSET
+    wait_for_callee: bool = False
+    """A call placed to someone: the welcome waits for the callee's first words or the
+    carrier's verdict on who answered (callee.py; API.md section 15)."""
+    voicemail_message: str | None = None
+    """What such a call leaves on an answering machine (None: it hangs up at once)."""
+    data_retention_policy: RetentionPolicy | None = None
+    """What this conversation keeps (API.md section 16); None: its agent's policy."""
+    resume_note: str | None = None
+    """A caller back from a transfer that was not answered: the conversation goes on live,
+    with its history, and the model gets this note (services/transfers.py rule 4)."""
 
 
 @dataclass(frozen=True, slots=True)

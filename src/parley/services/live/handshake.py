@@ -12,9 +12,10 @@ from parley.errors import (
     Unauthorized,
 )
 from parley.records import Principal
-from parley.services import conversations
+from parley.services import conversations, endings
 from parley.services.authn import authenticate, presented_credential
 from parley.services.context import Context
+from parley.services.endings import Ending
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,19 +80,19 @@ async def open_handshake(
 
 async def revocation_verdict(
     ctx: Context, handshake: Handshake, conversation_id: str | None
-) -> tuple[int, str] | None:
-    """Ask the shared store whether the socket must close now: (code, reason), or None.
+) -> Ending | None:
+    """Ask the shared store whether the socket must close now: how, or None.
 
     Raises Unavailable when the store does not answer.
     """
     if handshake.revocable_id is not None and await ctx.revocations.is_revoked(
         handshake.revocable_id
     ):
-        return 1008, "session token revoked"
+        return endings.TOKEN_REVOKED
     if conversation_id is not None and await ctx.revocations.is_revoked(
-        conversations.ended_marker(handshake.principal.org_id, conversation_id)
+        endings.ended_marker(handshake.principal.org_id, conversation_id)
     ):
-        return 1000, "conversation ended"
+        return endings.ENDED_ELSEWHERE
     return None
 
 
@@ -105,5 +106,5 @@ async def _watchable(ctx: Context, handshake: Handshake) -> Handshake:
     if handshake.revocable_id is None and handshake.conversation_id is None:
         await ctx.revocations.is_revoked(handshake.principal.credential_id)  # answers at all?
     if verdict is not None:
-        raise Unauthorized() if verdict[0] == 1008 else ConversationEnded()
+        raise Unauthorized() if verdict is endings.TOKEN_REVOKED else ConversationEnded()
     return handshake

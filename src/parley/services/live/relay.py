@@ -4,12 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
+from typing import Final
 
 from parley import engine
 from parley.services import conversations
 from parley.services.context import Context
 from parley.services.live.analysis import TurnAnalysis
 from parley.services.live.tools import ConversationTools, Emit
+
+NOT_SENT: Final = (engine.AssistantHandedOff,)
+"""Engine events the session acts on and no wire carries (a transfer is the session's)."""
 
 
 class Relay:
@@ -30,7 +34,10 @@ class Relay:
         emit: Emit,
         tools: ConversationTools | None = None,
         heard: Callable[[str], str] | None = None,
+        keeps_items: bool = True,
     ) -> None:
+        """`keeps_items` False: zero data retention (API.md section 16), nothing stored."""
+        self._keeps_items = keeps_items
         self._ctx = ctx
         self._heard = heard
         self._tools = tools
@@ -57,13 +64,15 @@ class Relay:
                 await self.store("assistant", self._heard(text) if self._heard else text)
             case engine.ToolCallInterrupted(call_id=call_id) if self._tools is not None:
                 event = replace(event, call_id=self._tools.public_id(call_id))
+            case engine.AssistantHandedOff():
+                return  # NOT_SENT: the session carries it out; the client saw its output
         await self._emit(event)
 
     async def store(self, role: str, text: str) -> None:
         """Add an item to the conversation: an assistant item carries the tool calls of its
         turn (and is stored for them even with no words); nothing for an empty item."""
         calls = self._tools.take_calls() if self._tools is not None and role == "assistant" else ()
-        if text or calls:
+        if (text or calls) and self._keeps_items:
             await conversations.add_item(
                 self._ctx,
                 org_id=self._org_id,

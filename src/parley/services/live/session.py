@@ -5,10 +5,13 @@ codec and three callables (send a frame, close; `run` gets the receiver) and not
 ASGI. The session speaks only events (codec.py): the codec decodes each frame into Inbound
 events and encodes each Outbound message into frames, so a new wire is a new codec.
 
-`run` starts three tasks: the reader (frames to events to engine calls), the engine relay
-(events to messages and stored items) and the watchdog (expiry, revocation, ending from
-elsewhere). The first of them to decide that the socket ends (the client left or hung up, a
-close rule fired, the engine said goodbye, or a task failed) stops all three; then, always,
+`run` starts five tasks: the reader (frames to events to engine calls), the engine relay
+(events to messages and stored items), the watchdog (expiry, revocation, ending from
+elsewhere), the silence timer (silence.py: the poke, the silence limit) and, on a call
+placed to someone, the callee watch (callee.py: the welcome for a person, the voicemail
+message for a machine). The first of them to decide that the socket ends (the client left
+or hung up, a close rule fired, the engine said goodbye, the user stayed silent, a machine
+took the call, or a task failed) stops them all; then, always,
 the engine is closed and the conversation marked `ended`, and the socket is closed with the
 decided code. So no conversation stays `live` after its socket is gone.
 """
@@ -18,10 +21,11 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
 from typing import TypeVar
 
-from parley import engine
+import anyio.to_thread
+
+from parley import engine, metrics
 from parley.errors import (
     AgentDisabled,
     ConversationEnded,
@@ -29,20 +33,27 @@ from parley.errors import (
     InvalidRequest,
     ParleyError,
     Unavailable,
-    ValidationFailed,
 )
 from parley.records import Agent, Conversation, Outcome
-from parley.services import agents, conversations, templates
+from parley.services import conversations, endings, recordings
+from parley.services.answering import Verdict
 from parley.services.context import Context
-from parley.services.live import codec
+from parley.services.endings import CloseCode, Ending
+from parley.services.live import codec, handoffs, handover, starting
+from parley.services.live.callee import Callee, act_on, wait_for_verdict
 from parley.services.live.codec import Codec
 from parley.services.live.handshake import Handshake
+from parley.services.live.recorder import Recorder
 from parley.services.live.relay import Relay
-from parley.services.live.tools import ConversationTool, ConversationTools, resolve_tools
+from parley.services.live.silence import SilenceTimer
+from parley.services.live.tools import ConversationTools, resolve_tools
 from parley.services.live.watchdog import watch
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+
+CALL_LEFT = (endings.USER_HANGUP, endings.CLIENT_CLOSED)
+"""How a call's stream ends when the carrier stops it for a transfer (`stop`, or closed)."""
 
 CONFIG_TIMEOUT_SECONDS = 10.0
 STOP_TIMEOUT_SECONDS = 2.0
@@ -88,7 +99,7 @@ class LiveSession:
         disconnect_code: Callable[[], int | None] | None = None,
     ) -> None:
         """`disconnect_code` tells the close code of a socket that went away (1001: the
-        server is shutting down), so the conversation's `ended_by` says `shutdown`."""
+        server is shutting down), so the conversation ends by `endings.SHUTDOWN`."""
         self._ctx = ctx
         # Read at call time, not when the module loads: the default may be tuned at run time.
         self._config_timeout = CONFIG_TIMEOUT_SECONDS if config_timeout is None else config_timeout
@@ -108,22 +119,29 @@ class LiveSession:
         self._started = asyncio.Event()
         self._stopped = asyncio.Event()
         self._marked = asyncio.Event()
-        self._closing: tuple[int, str] | None = None
-        self._ended_by = "user"
+        self._closing: Ending | None = None
+        self._silence: SilenceTimer | None = None
+        self._callee: Callee | None = None
+        self._goodbye: Ending = endings.ASSISTANT
+        """How the conversation ends once the engine has said its last words."""
+        self._handed_over = False
+        """The call was put through to a number: its stream's end does not end it."""
+        self._voice_id = ""
+        self._given_values: dict[str, str] = {}
+        """The template values the `config` gave (a transfer renders the next agent's)."""
+        self._recorder: Recorder | None = None
 
     @property
     def conversation_id(self) -> str | None:
         """The conversation, once configured."""
         return self._conversation.id if self._conversation is not None else None
 
-    def end(self, code: int, reason: str, *, by: str | None = None) -> None:
-        """Decide that the socket ends (the first decision wins) and stop the session.
-
-        `by` is who or what ended the conversation (API.md section 5's `ended_by`); when not
-        given it follows from the close code (`ended_by_for`)."""
+    def end(self, ending: Ending) -> None:
+        """Decide how the socket ends (the first decision wins) and stop the session: its
+        close code and reason, and the conversation's `ended_by` unless another ender came
+        first (services/endings.py)."""
         if self._closing is None:
-            self._closing = (code, reason)
-            self._ended_by = by or ended_by_for(code, reason)
+            self._closing = ending
         self._stopped.set()
 
     async def run(self, receive: Receive, *, opening: Sequence[codec.Inbound] = ()) -> None:
@@ -136,6 +154,8 @@ class LiveSession:
             asyncio.create_task(self._read(receive, opening), name="live-reader"),
             asyncio.create_task(self._run_engine(), name="live-engine"),
             asyncio.create_task(self._watch(), name="live-watchdog"),
+            asyncio.create_task(self._watch_silence(), name="live-silence"),
+            asyncio.create_task(self._watch_callee(), name="live-callee"),
         ]
         for task in tasks:
             task.add_done_callback(self._task_done)
@@ -151,9 +171,9 @@ class LiveSession:
                 log.error("a live session task ignored its cancellation: %s", task.get_name())
                 task.cancel()
             await asyncio.shield(self._finish())
-            code, reason = self._closing or (1000, "")
-            await self._emit_last(codec.Closing(code, reason))
-            await self._close(code, reason)
+            ending = self._closing or endings.CLIENT_CLOSED
+            await self._emit_last(codec.Closing(ending.close_code, ending.reason))
+            await self._close(ending.close_code, ending.reason)
 
     async def send_error(self, error: ParleyError) -> None:
         """Send an error message; the socket stays open."""
@@ -183,14 +203,16 @@ class LiveSession:
                 data = await asyncio.wait_for(receive(), timeout)
             except TimeoutError:
                 await self.send_error(ConfigTimeout())
-                self.end(1008, "config timeout")
+                self.end(endings.CONFIG_TIMEOUT)
                 return
             if data is None:
                 gone = self._disconnect_code() if self._disconnect_code else None
-                self.end(1000, "", by="shutdown" if gone == GOING_AWAY else "user")
+                self.end(
+                    endings.SHUTDOWN if gone == CloseCode.GOING_AWAY else endings.CLIENT_CLOSED
+                )
                 return
             if len(data) > codec.MAX_FRAME_BYTES:
-                self.end(1009, "message too big")
+                self.end(endings.MESSAGE_TOO_BIG)
                 return
             try:
                 events = self._codec.decode(data)
@@ -206,13 +228,13 @@ class LiveSession:
             try:
                 await self._handle(event)
             except engine.EngineClosed:
-                self.end(1000, "")
+                self.end(endings.USER_HANGUP)
             except Unavailable as error:
                 await self.send_error(error)  # names the cause, e.g. a database disk full
                 if not self._configured.is_set():
                     # A dependency that failed `config` will not be back within the config
                     # time-out: close now (1013, try again later) rather than after it.
-                    self.end(TRY_AGAIN_LATER, "service unavailable")
+                    self.end(endings.SERVICE_UNAVAILABLE)
             except ParleyError as error:
                 await self.send_error(error)
             if self._stopped.is_set():
@@ -229,11 +251,17 @@ class LiveSession:
             self._engine = running
             self._started.set()
             async for event in running.events():
+                if self._recorder is not None:
+                    self._recorder.observe(event)
                 await relay.relay(event)
+                if self._silence is not None:
+                    self._silence.observe(event)
                 if isinstance(event, engine.AssistantEndedConversation):
                     await self._await_playback()
-                    self.end(1000, "conversation ended", by="assistant")
+                    self.end(self._goodbye)
                     return
+                if isinstance(event, engine.AssistantHandedOff):
+                    await self._hand_off(running)
 
     async def _await_playback(self) -> None:
         """Wait (bounded) until the wire acknowledges the audio sent, so a caller hears the
@@ -251,8 +279,86 @@ class LiveSession:
                 return
 
     async def _watch(self) -> None:
-        code, reason = await watch(self._ctx, self._handshake, lambda: self.conversation_id)
-        self.end(code, reason)
+        self.end(await watch(self._ctx, self._handshake, lambda: self.conversation_id))
+
+    async def _watch_silence(self) -> None:
+        """Poke a silent user and end the conversation at the silence limit (silence.py)."""
+        await self._started.wait()
+        silence, live = self._silence, self._engine
+        if silence is None or live is None:
+            return
+
+        async def poke(text: str) -> None:
+            try:
+                await live.say(text)
+            except engine.TooManyPendingResponses:  # the agent has plenty to say already
+                log.info("the silence poke was not queued: responses are waiting")
+
+        silence.start()
+        try:
+            await silence.run(poke)
+        except engine.EngineClosed:
+            return  # the reader ends the session
+        self.end(endings.SILENCE_LIMIT)
+
+    async def _hand_off(self, live: engine.ConversationEngine) -> None:
+        """Carry out the transfer the model asked for, its words said (handoffs.py)."""
+        request = self._tools.take_hand_off() if self._tools is not None else None
+        if isinstance(request, handoffs.AgentTransfer):
+            await self._switch_agent(live, request.agent)
+        elif isinstance(request, handoffs.PhoneTransfer):
+            await self._put_through(live, request)
+
+    async def _put_through(
+        self, live: engine.ConversationEngine, request: handoffs.PhoneTransfer
+    ) -> None:
+        """Once the caller has heard the agent's last word, the call is put through
+        (handover.py); the stream then stops and the conversation waits, live."""
+        if self._conversation is None:
+            return
+        await self._await_playback()
+        self._handed_over = await handover.put_through(
+            self._ctx,
+            live,
+            org_id=self._handshake.principal.org_id,
+            conversation_id=self._conversation.id,
+            request=request,
+            voice_id=self._voice_id,
+        )
+
+    async def _switch_agent(self, live: engine.ConversationEngine, agent: Agent) -> None:
+        """Go on with `agent` (handover.py)."""
+        if self._conversation is None or self._tools is None:
+            return
+        switched = await handover.switch_agent(
+            self._ctx,
+            live,
+            self._tools,
+            org_id=self._handshake.principal.org_id,
+            conversation_id=self._conversation.id,
+            agent=agent,
+            given_values=self._given_values,
+        )
+        if switched is not None:
+            self._agent_project, self._voice_id = switched.project_id, switched.voice_id
+
+    async def _watch_callee(self) -> None:
+        """On a call placed to someone: the welcome for a person; for a machine the voicemail
+        message once, then the call ends `voicemail` (callee.py)."""
+        await self._started.wait()
+        callee, live, conversation = self._callee, self._engine, self._conversation
+        if callee is None or live is None or conversation is None:
+            return
+        verdict = await wait_for_verdict(
+            self._ctx, org_id=self._handshake.principal.org_id, conversation_id=conversation.id
+        )
+        if verdict is not Verdict.PERSON:
+            self._goodbye = endings.VOICEMAIL  # once the message is said
+        try:
+            if await act_on(verdict, live, voicemail_message=callee.voicemail_message):
+                self.end(endings.VOICEMAIL)
+        except engine.EngineClosed:
+            return  # the reader ends the session
 
     def _task_done(self, task: asyncio.Task[None]) -> None:
         if task.cancelled():
@@ -260,25 +366,49 @@ class LiveSession:
         error = task.exception()
         if error is not None:
             log.error("a live session task failed", exc_info=error)
-            self.end(1011, "internal error")
+            self.end(endings.INTERNAL_ERROR)
 
     async def _finish(self) -> None:
-        """Mark the conversation ended (the engine was closed when its task stopped)."""
+        """End the conversation (the engine was closed when its task stopped), with what
+        the socket measured; an ender that came first keeps its `ended_by`."""
         if self._conversation is not None:
-            try:
-                analysis = self._relay.analysis if self._relay is not None else None
-                await conversations.finish_live(
+            metrics.conversation_ended()
+            self._keep_recording(self._conversation.id)
+            analysis = self._relay.analysis if self._relay is not None else None
+            if self._handed_over and self._closing in (None, *CALL_LEFT):
+                await handover.stream_left(
                     self._ctx,
                     org_id=self._handshake.principal.org_id,
                     conversation_id=self._conversation.id,
-                    outcome=Outcome(
-                        ended_by=self._ended_by,
+                    analysis=analysis,
+                )
+                return
+            try:
+                await endings.end_conversation(
+                    self._ctx,
+                    org_id=self._handshake.principal.org_id,
+                    conversation_id=self._conversation.id,
+                    ending=self._closing or endings.CLIENT_CLOSED,
+                    measured=Outcome(
                         latencies_ms=tuple(analysis.latencies_ms) if analysis else (),
                         interruptions_count=analysis.interruptions_count if analysis else 0,
                     ),
                 )
             except ParleyError:
                 log.exception("could not mark conversation %s ended", self._conversation.id)
+
+    def _keep_recording(self, conversation_id: str) -> None:
+        """Hand the recording to be rendered and kept in the background (recordings.py):
+        the socket closes without waiting for it."""
+        recorder = self._recorder
+        if recorder is None or recorder.empty:
+            return
+        recordings.keep_later(
+            self._ctx,
+            org_id=self._handshake.principal.org_id,
+            conversation_id=conversation_id,
+            render=lambda: anyio.to_thread.run_sync(recorder.render),
+        )
 
     # --- inbound events ---------------------------------------------------------------------
 
@@ -288,17 +418,23 @@ class LiveSession:
                 await self._configure(event)
                 return
             case codec.Hangup():
-                self.end(1000, "")
+                self.end(endings.USER_HANGUP)
                 return
             case codec.Mark():
                 self._marked.set()
+                if self._silence is not None:
+                    self._silence.played()
                 return
         live = self._engine
         if live is None:
             raise ConfigRequired()
+        if self._silence is not None and _from_user(event):
+            self._silence.user_acted()
         match event:
             case codec.AudioIn(audio=audio):
                 await live.feed_audio(audio)
+                if self._recorder is not None:
+                    self._recorder.heard(audio)
             case codec.Say(text=text):
                 await live.say(text)
             case codec.GenerateReply(user_message=user, system_message=system):
@@ -335,35 +471,17 @@ class LiveSession:
         if self._created is not None:
             raise AlreadyConfigured()
         principal = self._handshake.principal
-        token = principal.token
-        for requested in (event.input_format, event.output_format):
-            if requested is not None:
-                engine.AudioFormat.parse(requested)  # refuse before the conversation goes live
-        # Everything the config could get wrong is checked before the conversation goes live,
-        # so a refused config leaves nothing behind and may be sent again.
-        ref, project = await self._agent_of(event)
-        checked = await agents.get_agent(
-            self._ctx, org_id=principal.org_id, ref=ref, project=project
-        )
-        setup = await _Setup.check(self._ctx, event, checked)
         try:
-            conversation, agent = await conversations.start_live(
-                self._ctx,
-                org_id=principal.org_id,
-                conversation_id=self._handshake.conversation_id,
-                create_if_missing=self._handshake.create_if_missing,
-                agent=ref,
-                project=project,
-                end_user=token.sub if token is not None else None,
-            )
-            if agent.updated_at != checked.updated_at:  # changed meanwhile: check it again
-                setup = await _Setup.check(self._ctx, event, agent)
+            started = await starting.start(self._ctx, self._handshake, event)
         except (AgentDisabled, ConversationEnded, ConversationExists) as error:
             await self.send_error(error)
-            self.end(1008, error.code)
+            self.end(endings.refused(error.code))
             return
+        conversation, agent, event = started.conversation, started.agent, started.event
+        setup, silence, history = started.setup, started.silence, started.history
         self._conversation = conversation
         self._agent_project = agent.project.id
+        self._given_values = dict(event.template_variables or {})
         if setup.template_values:
             await conversations.set_template_variables(
                 self._ctx,
@@ -377,8 +495,9 @@ class LiveSession:
             conversation_id=conversation.id,
             emit=self._emit,
             has_client=self._codec.client_tools,
+            on_call=conversation.call_info is not None,
         )
-        tools.use(setup.tools, ends_conversation=setup.ends_conversation)
+        tools.use(setup.tools, built_ins=setup.built_ins)
         self._relay = Relay(
             self._ctx,
             org_id=principal.org_id,
@@ -386,7 +505,12 @@ class LiveSession:
             emit=self._emit,
             tools=tools,
             heard=self._codec.heard if isinstance(self._codec, codec.KnowsPlayback) else None,
+            keeps_items=not setup.retention.zero_data_retention,
         )
+        if history:  # the conversation goes on: so do its figures
+            self._relay.analysis.latencies_ms.extend(conversation.latencies_ms)
+            self._relay.analysis.interruptions_count = conversation.interruptions_count
+        self._voice_id = event.voice_id or agent.voice_id
         config = engine.SessionConfig(
             agent_name=agent.name,
             system_prompt=setup.system_prompt,
@@ -397,27 +521,26 @@ class LiveSession:
             language=agent.language,
             tools=tools.definitions(),
             keywords=agent.boosted_keywords,
+            hold_welcome=event.wait_for_callee,
+            history=history,
         )
+        if event.wait_for_callee:
+            self._callee = Callee(voicemail_message=setup.voicemail_message)
+        if self._ctx.recordings is not None and not setup.retention.zero_data_retention:
+            self._recorder = Recorder(
+                config.input_format, config.output_format, self._ctx.clock.monotonic
+            )
         self._created = self._factory.create(config, tool_runner=tools)
+        playback = self._codec
+        self._silence = SilenceTimer(
+            silence, self._ctx.clock, playback_pending=lambda: playback.playback_pending
+        )
         await self._emit(codec.ConversationCreated(conversation.id))
         self._configured.set()
         await self._started.wait()  # the engine task enters the engine
         await self._emit(codec.ReadyToStart())
-
-    async def _agent_of(self, event: codec.Configure) -> tuple[str, str | None]:
-        """The agent a config names, or (`agent` None) that of the pending conversation the
-        handshake names: a phone call is configured from its stored conversation."""
-        if event.agent is not None:
-            return event.agent, event.project
-        conversation_id = self._handshake.conversation_id
-        if conversation_id is None:
-            raise ValidationFailed(param_errors={"agent": "is required"})
-        found = await conversations.get_conversation(
-            self._ctx, org_id=self._handshake.principal.org_id, conversation_id=conversation_id
-        )
-        if found.agent is None:
-            raise ValidationFailed(param_errors={"agent": "the conversation has no agent"})
-        return found.agent.id, None
+        if event.resume_note is not None and self._engine is not None:
+            await self._engine.generate_reply(system_message=event.resume_note)
 
     async def _update_tools(
         self, live: engine.ConversationEngine, items: Sequence[codec.ToolItem]
@@ -425,71 +548,15 @@ class LiveSession:
         tools, agent = self._tools, self._agent_project
         if tools is None or agent is None:
             raise ConfigRequired()
-        found, ends = await resolve_tools(
+        found, built_ins = await resolve_tools(
             self._ctx, org_id=self._handshake.principal.org_id, project_id=agent, items=items
         )
-        tools.use(found, ends_conversation=ends)
+        tools.use(found, built_ins=built_ins)
         await live.update_tools(tools.definitions())
 
 
-@dataclass(frozen=True, slots=True)
-class _Setup:
-    """What a `config` decides beyond the agent: prompts with their variables, and tools."""
-
-    system_prompt: str
-    welcome_message: str | None
-    template_values: dict[str, str]
-    tools: list[ConversationTool]
-    ends_conversation: bool
-
-    @classmethod
-    async def check(cls, ctx: Context, frame: codec.Configure, agent: Agent) -> _Setup:
-        """Resolve the config against the agent; raise the request error it deserves."""
-        values = dict(frame.template_variables or {})
-        defaults = {name: spec.default_value for name, spec in agent.template_variables.items()}
-        prompt = _given(frame.system_prompt, agent.system_prompt)
-        welcome = _given(frame.welcome_message, agent.welcome_message)
-        used = templates.placeholders(prompt) | templates.placeholders(welcome or "")
-        rendered_prompt = templates.render(prompt, values=values, defaults=defaults)
-        rendered_welcome = (
-            templates.render(welcome, values=values, defaults=defaults) if welcome else welcome
-        )
-        items = frame.tools if frame.tools is not None else tuple(agent.tools)
-        found, ends = await resolve_tools(
-            ctx, org_id=agent.org_id, project_id=agent.project.id, items=items
-        )
-        return cls(
-            system_prompt=rendered_prompt,
-            welcome_message=rendered_welcome,
-            template_values={name: values.get(name, defaults.get(name, "")) for name in used},
-            tools=found,
-            ends_conversation=ends,
-        )
-
-
-GOING_AWAY = 1001
-"""The close code of a socket the server closes as it shuts down (api/uvicorn_ws.py)."""
-TRY_AGAIN_LATER = 1013
-"""RFC 6455 section 7.4.2 (IANA registry): a dependency is unavailable; retry later."""
-
-_ENDED_BY_REASON = {
-    "token expired": "timeout",
-    "config timeout": "timeout",
-    "session token revoked": "api",
-    "conversation ended": "api",
-}
-
-
-def ended_by_for(code: int, reason: str) -> str:
-    """Who ended a conversation whose socket closes with (code, reason), when the closer did
-    not say: the watchdog's reasons map to `timeout` or `api`; 1000 is the user leaving;
-    1001 the server going away; anything else (1008 refusals, 1009, 1011) an error."""
-    if reason in _ENDED_BY_REASON:
-        return _ENDED_BY_REASON[reason]
-    if code == 1000:
-        return "user"
-    return "shutdown" if code == GOING_AWAY else "error"
-
-
-def _given(value: T | None, default: T) -> T:
-    return value if value is not None else default
+def _from_user(event: codec.Inbound) -> bool:
+    """True for what the user typed or keyed in: it breaks a silence as speech does."""
+    return isinstance(event, codec.Dtmf) or (
+        isinstance(event, codec.GenerateReply) and event.user_message is not None
+    )

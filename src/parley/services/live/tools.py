@@ -2,7 +2,8 @@
 
 A conversation's tools are the agent's (or `config.tools`, or the last
 `update_tools_subset`): custom tools of the agent's project by name, inline WebSocket tools,
-and the built-in `natural_conversation_ending` (which the engine handles itself). The
+and the built-ins `natural_conversation_ending`, `keypad_input` and `choose_not_to_respond`
+(which the engine handles itself: BUILT_IN_DEFINITIONS). The
 engine sees only their definitions; `ConversationTools.run` carries out a call:
 
 - a webhook tool: one signed request (services/webhook_tools.py), never retried;
@@ -11,7 +12,10 @@ engine sees only their definitions; `ConversationTools.run` carries out a call:
   5000), else the output is `{"error": "timed out"}`; a later answer gets a `tool_call_late`
   warning, an answer for an unknown or already answered call an `unknown_tool_call` error.
   With no client (a phone call: the codec's `client_tools` is False) the output is
-  `{"error": "no client connected"}`.
+  `{"error": "no client connected"}`;
+- a transfer tool (handoffs.py): the model hears `{"status": "transferring", …}` and its
+  reply ends; the session takes the hand-off (`take_hand_off`) once the words before it
+  are said, and carries it out.
 
 Messages leave as events through the session's codec (`emit`), never as frames. After each
 call the client gets ToolCallProcessed (`tool_call_output_processed`), and the call joins the
@@ -35,7 +39,7 @@ from parley.records import Tool, ToolCall
 from parley.services import conversations, tool_parameters
 from parley.services import tools as tool_service
 from parley.services.context import Context
-from parley.services.live import codec
+from parley.services.live import codec, handoffs
 from parley.services.live.codec import InlineTool
 from parley.services.webhook_tools import call_webhook_tool
 
@@ -80,14 +84,17 @@ class ConversationTools:
         conversation_id: str,
         emit: Emit,
         has_client: bool = True,
+        on_call: bool = False,
     ) -> None:
         self._ctx = ctx
         self._org_id = org_id
         self._conversation_id = conversation_id
         self._emit = emit
         self._has_client = has_client
+        self._on_call = on_call
+        self._hand_off: handoffs.HandOffRequest | None = None
         self._tools: dict[str, ConversationTool] = {}
-        self._ends_conversation = False
+        self._built_ins: tuple[str, ...] = ()
         self._calls: dict[str, _Call] = {}
         """By the engine's call ID."""
         self._waiting: dict[str, asyncio.Future[Any]] = {}
@@ -98,16 +105,15 @@ class ConversationTools:
 
     # --- which tools --------------------------------------------------------------------
 
-    def use(self, tools: Sequence[ConversationTool], *, ends_conversation: bool) -> None:
-        """Offer exactly these tools from now on (the built-in ending one if asked)."""
+    def use(self, tools: Sequence[ConversationTool], *, built_ins: Sequence[str]) -> None:
+        """Offer exactly these tools from now on, and these built-ins (by name)."""
         self._tools = {tool.name: tool for tool in tools}
-        self._ends_conversation = ends_conversation
+        self._built_ins = tuple(built_ins)
 
     def definitions(self) -> tuple[engine.ToolDefinition, ...]:
         """The tools as the engine (and the model) sees them."""
         found = [_definition(tool) for tool in self._tools.values()]
-        if self._ends_conversation:
-            found.append(ENDING_DEFINITION)
+        found += [BUILT_IN_DEFINITIONS[name] for name in self._built_ins]
         return tuple(found)
 
     # --- the runner ---------------------------------------------------------------------
@@ -135,6 +141,8 @@ class ConversationTools:
                 await self._finish(state, replace(state.record, output=output))
             elif isinstance(tool, Tool) and tool.type == "custom_webhook":
                 output = await self._call_webhook(state, tool, call)
+            elif isinstance(tool, Tool) and handoffs.is_transfer(tool):
+                output = await self._transfer(state, tool, call)
             else:
                 output = await self._call_client(state, tool, call)
         except asyncio.CancelledError:
@@ -166,6 +174,11 @@ class ConversationTools:
             )
             return
         raise UnknownToolCall()
+
+    def take_hand_off(self) -> handoffs.HandOffRequest | None:
+        """The hand-off the last transfer call asked for (once), or None."""
+        taken, self._hand_off = self._hand_off, None
+        return taken
 
     def take_calls(self) -> tuple[ToolCall, ...]:
         """The calls not yet stored on an item, in order; marks them stored."""
@@ -206,6 +219,18 @@ class ConversationTools:
         )
         await self._finish(state, record, webhook=exchange)
         return outcome.output
+
+    async def _transfer(self, state: _Call, tool: Tool, call: engine.ToolInvocation) -> Any:
+        request = await handoffs.requested(
+            self._ctx, tool, call.arguments, org_id=self._org_id, on_call=self._on_call
+        )
+        if isinstance(request, handoffs.PhoneTransfer | handoffs.AgentTransfer):
+            self._hand_off = request
+            output = dict(handoffs.output_of(request))
+            await self._finish(state, replace(state.record, output=output))
+            return engine.HandOff(output)
+        await self._finish(state, replace(state.record, output=dict(request)))
+        return dict(request)
 
     async def _call_client(
         self, state: _Call, tool: ConversationTool, call: engine.ToolInvocation
@@ -265,6 +290,41 @@ ENDING_DEFINITION = engine.ToolDefinition(
     parameters={"type": "object", "properties": {}, "additionalProperties": False},
 )
 
+KEYPAD_DEFINITION = engine.ToolDefinition(
+    name=engine.KEYPAD_TOOL,
+    description=(
+        "Press keys on the phone keypad, e.g. to choose an option of an automated phone menu "
+        "(the keys are sent after what you are saying). `digits`: the keys in order, 0-9, * "
+        "and #."
+    ),
+    parameters={
+        "type": "object",
+        "properties": {
+            "digits": {
+                "type": "string",
+                "pattern": "^[0-9*#]{1,32}$",
+                "description": "The keys to press in order: 1 to 32 of 0-9, * and #.",
+            }
+        },
+        "required": ["digits"],
+        "additionalProperties": False,
+    },
+)
+
+SILENCE_DEFINITION = engine.ToolDefinition(
+    name=engine.SILENCE_TOOL,
+    description=(
+        "Say nothing this turn: call this instead of answering when no answer is wanted "
+        "(e.g. the user is talking to someone else, or asked you to wait)."
+    ),
+    parameters={"type": "object", "properties": {}, "additionalProperties": False},
+)
+
+BUILT_IN_DEFINITIONS: Mapping[str, engine.ToolDefinition] = {
+    tool.name: tool for tool in (ENDING_DEFINITION, KEYPAD_DEFINITION, SILENCE_DEFINITION)
+}
+"""The built-in tools as the model sees them, by name (engine.BUILT_IN_TOOL_NAMES)."""
+
 
 def checked_inline_tool(tool: InlineTool) -> InlineTool:
     """The inline tool with the JSON Schema its model sees; ValidationFailed for parameters
@@ -274,6 +334,8 @@ def checked_inline_tool(tool: InlineTool) -> InlineTool:
 
 
 def _definition(tool: ConversationTool) -> engine.ToolDefinition:
+    if isinstance(tool, Tool) and handoffs.is_transfer(tool):
+        return handoffs.definition(tool)
     if isinstance(tool, InlineTool):
         parameters: Mapping[str, Any] = tool.parameters
     else:
@@ -293,13 +355,14 @@ def _tool_id(tool: ConversationTool) -> str:
 
 async def resolve_tools(
     ctx: Context, *, org_id: str, project_id: str, items: Sequence[codec.ToolItem]
-) -> tuple[list[ConversationTool], bool]:
-    """Resolve a tool list (names and inline tools): the tools, and whether the built-in
-    ending tool is among them. Raises UnknownTool (400 `unknown_tool`) for an unknown name,
-    ValidationFailed for two tools of one name or an inline tool's bad parameters."""
+) -> tuple[list[ConversationTool], list[str]]:
+    """Resolve a tool list (names and inline tools): the tools, and the built-ins named, in
+    order. Raises UnknownTool (400 `unknown_tool`) for an unknown name, ValidationFailed for
+    two tools of one name or an inline tool's bad parameters."""
     inline = [checked_inline_tool(item) for item in items if isinstance(item, InlineTool)]
     names = [item for item in items if isinstance(item, str)]
-    custom = [name for name in names if name != engine.END_CONVERSATION_TOOL]
+    custom = [name for name in names if name not in BUILT_IN_DEFINITIONS]
+    built_ins = list(dict.fromkeys(name for name in names if name in BUILT_IN_DEFINITIONS))
     found: list[ConversationTool] = list(
         await tool_service.tools_for_conversation(
             ctx, org_id=org_id, project_id=project_id, names=custom
@@ -310,7 +373,7 @@ async def resolve_tools(
     found += inline
     seen: set[str] = set()
     for tool in found:
-        if tool.name in seen or tool.name == engine.END_CONVERSATION_TOOL:
+        if tool.name in seen or tool.name in BUILT_IN_DEFINITIONS:
             raise ValidationFailed(param_errors={"tools": f"two tools are named {tool.name!r}"})
         seen.add(tool.name)
-    return found, engine.END_CONVERSATION_TOOL in names
+    return found, built_ins

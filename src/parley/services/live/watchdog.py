@@ -7,7 +7,9 @@ import logging
 from collections.abc import Callable
 
 from parley.errors import Unavailable
+from parley.services import endings
 from parley.services.context import Context
+from parley.services.endings import Ending
 from parley.services.live.handshake import Handshake, revocation_verdict
 
 log = logging.getLogger(__name__)
@@ -21,8 +23,8 @@ bound on revocation) before it closes 1011."""
 
 async def watch(
     ctx: Context, handshake: Handshake, conversation_id: Callable[[], str | None]
-) -> tuple[int, str]:
-    """Return the close code and reason once the socket must close (see the rules below).
+) -> Ending:
+    """Return how the socket closes once it must (see the rules below).
 
     - a JWT's socket closes 1008 `token expired` once `exp` + 30 s passes (spec 5.4 rule 10);
     - a session token's socket closes 1008 within 2 s of its revocation (API.md section 6);
@@ -36,7 +38,7 @@ async def watch(
         await asyncio.sleep(WATCH_INTERVAL_SECONDS)
         _stop_if_cancelled()
         if handshake.expires_at is not None and ctx.clock.time() > handshake.expires_at:
-            return 1008, "token expired"
+            return endings.TOKEN_EXPIRED
         try:
             verdict = await revocation_verdict(ctx, handshake, conversation_id())
         except Unavailable:
@@ -45,7 +47,7 @@ async def watch(
             outage_since = outage_since if outage_since is not None else now
             if now - outage_since >= STORE_OUTAGE_SECONDS:
                 log.warning("revocation store unreachable for %.1f s", now - outage_since)
-                return 1011, "revocation store unavailable"
+                return endings.STORE_UNAVAILABLE
             continue
         outage_since = None
         if verdict is not None:

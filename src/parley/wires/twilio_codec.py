@@ -14,6 +14,8 @@ Rules:
   played); `playback_pending` holds until the last comes back, so a goodbye is heard;
 - barge-in: the engine's `user_started_speaking` while audio is unplayed sends `clear` (the
   onset is 96 ms of speech), and the rest of the interrupted reply is dropped;
+- the assistant's keys (`keypad_input`: engine.KeypadPressed) go out as DTMF tones in
+  `media` frames, after the audio before them (engine/dtmf.py);
 - keys are gathered until `#` (not kept) or a 2 s pause into one `Dtmf` entry; a key pressed
   while the agent speaks interrupts it (`Interrupt`);
 - bad input (binary frames, malformed JSON, unknown events, a `media` payload of the wrong
@@ -34,9 +36,11 @@ from typing import Any, Final
 
 from parley import engine
 from parley.clock import Clock
+from parley.engine import dtmf
+from parley.engine.audio import encode as encode_samples
 from parley.errors import InvalidRequest
 from parley.services.live import codec
-from parley.services.live.twilio_playback import Playback
+from parley.wires.twilio_playback import Playback
 
 log = logging.getLogger(__name__)
 
@@ -252,6 +256,8 @@ class TwilioCodec:
                 return []
             case engine.AudioChunk(audio=audio, text=text):
                 return [] if self._dropping else self._audio(audio, text)
+            case engine.KeypadPressed(digits=digits):  # the keys, as DTMF tones
+                return [] if self._dropping else self._audio(_keypad_audio(digits), "")
             case engine.AssistantFinishedSpeaking():
                 self._speaking = False
                 frames = self._audio(b"", "", flush=True)
@@ -299,6 +305,11 @@ class TwilioCodec:
         self._pending_audio = b""
         self._playback.clear()
         return [_dump({"event": "clear", "streamSid": self._sid})]
+
+
+def _keypad_audio(digits: str) -> bytes:
+    """The DTMF tones of `digits` as mu-law 8 kHz (engine/dtmf.py)."""
+    return encode_samples(engine.AudioFormat.MULAW_8000, dtmf.tones(digits, 8000))
 
 
 def _json(data: codec.Frame) -> dict[str, Any] | None:

@@ -12,7 +12,7 @@ import pytest
 from parley import engine
 from parley.errors import AgentDisabled
 from parley.services.live import codec
-from parley.services.live.twilio_codec import (
+from parley.wires.twilio_codec import (
     DTMF_PAUSE_SECONDS,
     FRAME_BYTES,
     IDLE_FRAME,
@@ -162,7 +162,7 @@ def test_media_outbound_track_ignored(wire: TwilioCodec) -> None:
 def test_bad_input_dropped_with_log_line(
     wire: TwilioCodec, data: str | bytes, caplog: pytest.LogCaptureFixture
 ) -> None:
-    with caplog.at_level(logging.WARNING, "parley.services.live.twilio_codec"):
+    with caplog.at_level(logging.WARNING, "parley.wires.twilio_codec"):
         assert wire.decode(data) == ()
         assert wire.decode(data) == ()  # the second within the interval: no second line
     assert len(caplog.records) == 1
@@ -172,7 +172,7 @@ def test_flood_of_frames_dropped_beyond_burst(
     wire: TwilioCodec, caplog: pytest.LogCaptureFixture
 ) -> None:
     audio = media(b"\xff" * FRAME_BYTES)
-    with caplog.at_level(logging.WARNING, "parley.services.live.twilio_codec"):
+    with caplog.at_level(logging.WARNING, "parley.wires.twilio_codec"):
         taken = sum(len(wire.decode(audio)) for _ in range(1000))  # all at one instant
     assert taken == 200
     assert len(caplog.records) == 1
@@ -307,7 +307,7 @@ def test_nothing_played_before_a_mark_position_passes(
 def test_request_error_logged_never_sent(
     wire: TwilioCodec, caplog: pytest.LogCaptureFixture
 ) -> None:
-    with caplog.at_level(logging.WARNING, "parley.services.live.twilio_codec"):
+    with caplog.at_level(logging.WARNING, "parley.wires.twilio_codec"):
         assert wire.encode(codec.RequestError(AgentDisabled())) == []
     assert "agent_disabled" in caplog.text
 
@@ -320,7 +320,7 @@ def test_client_tools_unavailable_on_calls(wire: TwilioCodec) -> None:
 def test_engine_warning_logged_never_sent(
     wire: TwilioCodec, caplog: pytest.LogCaptureFixture
 ) -> None:
-    with caplog.at_level(logging.WARNING, "parley.services.live.twilio_codec"):
+    with caplog.at_level(logging.WARNING, "parley.wires.twilio_codec"):
         assert wire.encode(engine.EngineWarning("utterance_dropped", "Too fast.")) == []
     assert "utterance_dropped" in caplog.text
 

@@ -82,6 +82,20 @@ ToolList = Annotated[list[ToolItem], Field(max_length=64)]
 TemplateValue = Annotated[FreeText, StringConstraints(max_length=2_000)]
 
 
+class RetentionWindowFrame(_Frame):
+    delete_after_hours: Annotated[int, Field(ge=0, le=87_600)] | None = None
+
+
+class ZeroRetentionFrame(_Frame):
+    zero_data_retention: Literal[True]
+
+
+class WindowedRetentionFrame(_Frame):
+    zero_data_retention: Literal[False] = False
+    transcripts: RetentionWindowFrame = Field(default_factory=RetentionWindowFrame)
+    audio_recordings: RetentionWindowFrame = Field(default_factory=RetentionWindowFrame)
+
+
 class Configure(_Frame):
     type: Literal["config"]
     agent: Annotated[Label, StringConstraints(min_length=1, max_length=64)]
@@ -92,6 +106,14 @@ class Configure(_Frame):
     welcome_message: Annotated[FreeText, StringConstraints(max_length=2_000)] | None = None
     voice_id: Annotated[Label, StringConstraints(min_length=1, max_length=100)] | None = None
     tools: ToolList | None = None
+    # Silence (API.md section 15): omitted, the agent's; null, off.
+    no_input_poke_sec: Annotated[int, Field(ge=1, le=600)] | None = None
+    no_input_poke_text: (
+        Annotated[FreeText, StringConstraints(min_length=1, max_length=2_000)] | None
+    ) = None
+    no_input_end_conversation_sec: Annotated[int, Field(ge=1, le=3600)] | None = None
+    # What the conversation keeps (API.md section 16); omitted: the agent's policy.
+    data_retention_policy: ZeroRetentionFrame | WindowedRetentionFrame | None = None
     template_variables: (
         Annotated[
             dict[Annotated[Label, StringConstraints(max_length=64)], TemplateValue],
@@ -274,6 +296,8 @@ def event_message(event: engine.EngineEvent) -> dict[str, Any]:
             return {"type": "audio_chunk", "audio": base64.b64encode(audio).decode(), "text": text}
         case engine.InterruptedResponse(text=text):
             return {"type": "interrupted_response", "text": text}
+        case engine.KeypadPressed(digits=digits):
+            return {"type": "dtmf", "digits": digits}
         case engine.ToolCallInterrupted(call_id=call_id, tool_name=tool_name):
             return {
                 "type": "tool_call_interrupted",
@@ -291,4 +315,5 @@ _PLAIN: dict[type, str] = {
     engine.AssistantStartedSpeaking: "assistant_started_speaking",
     engine.AssistantFinishedSpeaking: "assistant_finished_speaking",
     engine.AssistantEndedConversation: "assistant_ended_conversation",
+    engine.AssistantChoseNotToRespond: "assistant_chose_not_to_respond",
 }

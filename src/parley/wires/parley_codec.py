@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from typing import Any
 
 from parley.errors import ValidationFailed
-from parley.services.live import codec, frames
+from parley.services.live import codec
+from parley.wires import frames
 
 
 class ParleyCodec:
@@ -71,7 +73,31 @@ def _configure(frame: frames.Configure) -> codec.Configure:
         template_variables=(
             None if frame.template_variables is None else dict(frame.template_variables)
         ),
+        data_retention_policy=_retention(frame.data_retention_policy),
+        **_silence(frame),
     )
+
+
+def _retention(
+    given: frames.ZeroRetentionFrame | frames.WindowedRetentionFrame | None,
+) -> codec.RetentionPolicy | None:
+    if given is None:
+        return None
+    if isinstance(given, frames.ZeroRetentionFrame):
+        return codec.RetentionPolicy(zero_data_retention=True)
+    return codec.RetentionPolicy(
+        transcripts_hours=given.transcripts.delete_after_hours,
+        audio_hours=given.audio_recordings.delete_after_hours,
+    )
+
+
+def _silence(frame: frames.Configure) -> dict[str, Any]:
+    """The silence options the frame names (null: off), leaving out the omitted ones."""
+    names = ("no_input_poke_sec", "no_input_end_conversation_sec", "no_input_poke_text")
+    given = {name: getattr(frame, name) for name in names if name in frame.model_fields_set}
+    if given.get("no_input_poke_text", "") is None:
+        del given["no_input_poke_text"]  # null text: the agent's
+    return given
 
 
 def _tool_item(item: str | frames.InlineToolFrame) -> codec.ToolItem:

@@ -1,0 +1,38 @@
+"""Jobs that one instance at a time runs (the retention sweep): a row per job, leased."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from sqlalchemy import or_, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from parley.db.tables import JobRow
+
+
+async def claim(
+    session: AsyncSession, name: str, *, holder: str, now: datetime, lease: timedelta
+) -> bool:
+    """Take or renew the job's lease for `holder`; False while another instance holds it.
+
+    The row is created the first time (its insert races are settled by the primary key:
+    the loser's transaction fails and claims nothing this time)."""
+    if await session.scalar(select(JobRow.name).where(JobRow.name == name)) is None:
+        session.add(JobRow(name=name, holder=None, lease_until=None))
+        await session.flush()
+    result = await session.execute(
+        update(JobRow)
+        .where(
+            JobRow.name == name,
+            or_(
+                JobRow.holder.is_(None),
+                JobRow.holder == holder,
+                JobRow.lease_until.is_(None),
+                JobRow.lease_until < now,
+            ),
+        )
+        .values(holder=holder, lease_until=now + lease)
+        .returning(JobRow.name)
+        .execution_options(synchronize_session=False)
+    )
+    return result.first() is not None

@@ -1,0 +1,167 @@
+"""A conversation's recording (API.md section 16): both directions on one timeline.
+
+One stereo 16-bit WAV at the conversation's input rate: the user on the left channel, the
+agent on the right. While the conversation runs, the recorder only keeps the wire's bytes
+and where on the timeline they belong (a list append per frame: nothing is decoded, so
+recording costs the turn nothing); `render` decodes, resamples and mixes them once, at the
+end, in a worker thread.
+
+The timeline is the session's clock from the first frame either way. The user's frames follow
+one another (a client streams in real time; a frame that arrives late is network jitter, not
+a pause); only a frame that arrives more than `USER_GAP_SECONDS` after the stream's end so
+far starts after a gap (the client stopped sending: muted, or a phone's stream paused),
+ending when it arrives. An agent chunk
+starts when it is sent (the engine paces its audio at most `playback_lead_s` ahead of
+playback) or right after the chunk before it, whichever is later, which is when the listener
+hears it. A barge-in (`InterruptedResponse`) cuts what was sent but not yet played.
+"""
+
+from __future__ import annotations
+
+import io
+import wave
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from parley import engine
+from parley.engine import audio
+
+CHANNELS = 2
+USER_GAP_SECONDS = 0.5
+"""A user frame arriving this much later than the stream so far ends a gap of silence."""
+SAMPLE_WIDTH = 2
+
+
+@dataclass
+class _Piece:
+    """Wire bytes placed on the timeline at `start`, `length` samples long (both at the
+    recording's rate)."""
+
+    start: int
+    data: bytes
+    length: int
+
+
+class Recorder:
+    """Copies a conversation's audio, both ways, onto one timeline (see the module doc)."""
+
+    def __init__(
+        self,
+        input_format: engine.AudioFormat,
+        output_format: engine.AudioFormat,
+        clock: Callable[[], float],
+    ) -> None:
+        self._in = input_format
+        self._out = output_format
+        self._clock = clock
+        self.sample_rate = input_format.sample_rate
+        """The recording's rate: the conversation's input rate (8 kHz for calls)."""
+        self._began: float | None = None
+        self._user: list[_Piece] = []
+        self._agent: list[_Piece] = []
+        self._user_end = 0
+        self._agent_end = 0
+
+    @property
+    def empty(self) -> bool:
+        """True when nothing was heard or said."""
+        return not self._user and not self._agent
+
+    def heard(self, data: bytes) -> None:
+        """The user's frame (input format) arrived now."""
+        length, data = _whole_samples(self._in, data)
+        if length == 0:
+            return
+        now = self._now(began_before=length)
+        start = self._user_end
+        if now - length - start > USER_GAP_SECONDS * self.sample_rate:
+            start = now - length
+        self._user.append(_Piece(start, data, length))
+        self._user_end = start + length
+
+    def observe(self, event: engine.EngineEvent) -> None:
+        """Place the agent's audio (`AudioChunk`) as it is sent; cut it at a barge-in."""
+        if isinstance(event, engine.AudioChunk):
+            samples, data = _whole_samples(self._out, event.audio)
+            if samples == 0:
+                return
+            length = self._at_rate(samples)
+            start = max(self._agent_end, self._now())
+            self._agent.append(_Piece(start, data, length))
+            self._agent_end = start + length
+        elif isinstance(event, engine.InterruptedResponse):
+            self._cut(self._now())
+
+    def render(self) -> bytes:
+        """The WAV file: decode, resample and mix (CPU work: call it in a worker thread)."""
+        total = max(self._user_end, self._agent_end)
+        left = _channel(self._user, self._in, self.sample_rate, total)
+        right = _channel(self._agent, self._out, self.sample_rate, total)
+        frames = np.empty(total * CHANNELS, dtype="<i2")
+        frames[0::2] = left
+        frames[1::2] = right
+        out = io.BytesIO()
+        with wave.open(out, "wb") as file:
+            file.setnchannels(CHANNELS)
+            file.setsampwidth(SAMPLE_WIDTH)
+            file.setframerate(self.sample_rate)
+            file.writeframes(frames.tobytes())
+        return out.getvalue()
+
+    def _cut(self, at: int) -> None:
+        """Drop the agent's audio after `at`: sent, never played."""
+        while self._agent and self._agent[-1].start >= at:
+            self._agent.pop()
+        if self._agent and (last := self._agent[-1]).start + last.length > at:
+            kept = round((at - last.start) * self._out.sample_rate / self.sample_rate)
+            last.data = last.data[: kept * self._out.bytes_per_sample]
+            last.length = at - last.start
+        self._agent_end = min(self._agent_end, at)
+
+    def _now(self, began_before: int = 0) -> int:
+        """Now on the timeline. It starts with the first frame: when the first user frame
+        began (`began_before` samples before it arrived), or when the agent first spoke."""
+        now = self._clock()
+        if self._began is None:
+            self._began = now - began_before / self.sample_rate
+        return round((now - self._began) * self.sample_rate)
+
+    def _at_rate(self, samples: int) -> int:
+        return round(samples * self.sample_rate / self._out.sample_rate)
+
+
+def _whole_samples(fmt: engine.AudioFormat, data: bytes) -> tuple[int, bytes]:
+    """The number of whole samples in `data`, and those bytes (a stray odd byte of 16-bit
+    PCM is dropped: the recording must never fail the conversation)."""
+    width = fmt.bytes_per_sample
+    count = len(data) // width
+    return count, data[: count * width]
+
+
+def _channel(
+    pieces: list[_Piece], fmt: engine.AudioFormat, rate: int, total: int
+) -> np.ndarray[tuple[int], np.dtype[np.int16]]:
+    """One channel: each piece decoded, brought to `rate` and placed at its start.
+    Consecutive pieces are resampled together (no edge at each chunk)."""
+    channel = np.zeros(total, dtype=np.int16)
+    for start, samples in _runs(pieces, fmt):
+        placed = audio.float_to_pcm16(audio.resample(samples, fmt.sample_rate, rate))
+        end = min(total, start + placed.size)
+        channel[start:end] = placed[: end - start]
+    return channel
+
+
+def _runs(
+    pieces: list[_Piece], fmt: engine.AudioFormat
+) -> list[tuple[int, np.ndarray[tuple[int], np.dtype[np.float32]]]]:
+    """Pieces joined into runs that follow each other without a gap: (start, samples)."""
+    runs: list[tuple[int, list[bytes]]] = []
+    end = -1
+    for piece in pieces:
+        if piece.start != end or not runs:
+            runs.append((piece.start, []))
+        runs[-1][1].append(piece.data)
+        end = piece.start + piece.length
+    return [(start, audio.decode(fmt, b"".join(parts))) for start, parts in runs]

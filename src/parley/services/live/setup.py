@@ -1,0 +1,66 @@
+"""What a conversation's `config` decides beyond its agent (API.md sections 8, 12, 15): the
+prompts with their template variables rendered, the tools resolved, a placed call's
+voicemail message. The session checks it before the conversation goes live, and again for
+the next agent of a transfer."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TypeVar
+
+from parley.records import KEEP_EVERYTHING, Agent, RetentionPolicy
+from parley.services import templates
+from parley.services.context import Context
+from parley.services.live import codec
+from parley.services.live.tools import ConversationTool, resolve_tools
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Setup:
+    """What a `config` decides beyond the agent: prompts with their variables, and tools."""
+
+    system_prompt: str
+    welcome_message: str | None
+    template_values: dict[str, str]
+    tools: list[ConversationTool]
+    built_ins: list[str]
+    voicemail_message: str | None = None
+    retention: RetentionPolicy = KEEP_EVERYTHING
+    """What the conversation keeps (API.md section 16): the config's policy, else the
+    agent's."""
+
+    @classmethod
+    async def check(cls, ctx: Context, frame: codec.Configure, agent: Agent) -> Setup:
+        """Resolve the config against the agent; raise the request error it deserves."""
+        values = dict(frame.template_variables or {})
+        defaults = {name: spec.default_value for name, spec in agent.template_variables.items()}
+        prompt = _given(frame.system_prompt, agent.system_prompt)
+        welcome = _given(frame.welcome_message, agent.welcome_message)
+        voicemail = _given(frame.voicemail_message, agent.voicemail_message)
+        used = templates.placeholders(prompt) | templates.placeholders(welcome or "")
+        rendered_prompt = templates.render(prompt, values=values, defaults=defaults)
+        rendered_welcome = (
+            templates.render(welcome, values=values, defaults=defaults) if welcome else welcome
+        )
+        if voicemail and frame.wait_for_callee:
+            used |= templates.placeholders(voicemail)
+            voicemail = templates.render(voicemail, values=values, defaults=defaults)
+        items = frame.tools if frame.tools is not None else tuple(agent.tools)
+        found, built_ins = await resolve_tools(
+            ctx, org_id=agent.org_id, project_id=agent.project.id, items=items
+        )
+        return cls(
+            system_prompt=rendered_prompt,
+            welcome_message=rendered_welcome,
+            template_values={name: values.get(name, defaults.get(name, "")) for name in used},
+            tools=found,
+            built_ins=built_ins,
+            voicemail_message=voicemail if frame.wait_for_callee else None,
+            retention=_given(frame.data_retention_policy, agent.data_retention_policy),
+        )
+
+
+def _given(value: T | None, default: T) -> T:
+    return value if value is not None else default

@@ -1,0 +1,131 @@
+"""The recorder (services/live/recorder.py): both directions on one timeline, cut at a
+barge-in, decoded and mixed only when rendered."""
+
+from __future__ import annotations
+
+import io
+import wave
+
+import numpy as np
+import numpy.typing as npt
+
+from parley import engine
+from parley.engine import AudioFormat, audio
+from parley.services.live.recorder import Recorder
+
+
+class Clock:
+    """A monotonic clock the test moves."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def tone(fmt: AudioFormat, seconds: float, level: float = 0.5) -> bytes:
+    """A steady level (every sample sounds, so where sound starts and ends is exact)."""
+    return audio.encode(fmt, np.full(round(fmt.sample_rate * seconds), level, dtype=np.float32))
+
+
+def rendered(recorder: Recorder) -> tuple[int, npt.NDArray[np.int16], npt.NDArray[np.int16]]:
+    with wave.open(io.BytesIO(recorder.render())) as file:
+        assert (file.getnchannels(), file.getsampwidth()) == (2, 2)
+        frames = np.frombuffer(file.readframes(file.getnframes()), dtype="<i2").reshape(-1, 2)
+        return file.getframerate(), frames[:, 0], frames[:, 1]
+
+
+def sounding(channel: npt.NDArray[np.int16], rate: int) -> tuple[float, float]:
+    """First and last sample louder than -40 dBFS, in seconds."""
+    loud = np.flatnonzero(np.abs(channel) > 328)
+    return loud[0] / rate, loud[-1] / rate
+
+
+def test_recorder_user_left_agent_right_at_input_rate_on_one_timeline() -> None:
+    clock = Clock()
+    recorder = Recorder(AudioFormat.MULAW_8000, AudioFormat.PCM_24000, clock)
+    silence, speech = tone(AudioFormat.MULAW_8000, 0.02, 0.0), tone(AudioFormat.MULAW_8000, 0.02)
+    for n in range(100):  # 2 s of user audio, speech from 0.5 s to 1.0 s, in real time
+        clock.now += 0.02
+        recorder.heard(speech if 25 <= n < 50 else silence)
+    recorder.observe(engine.AudioChunk(audio=tone(AudioFormat.PCM_24000, 0.5), text="Hi."))
+    clock.now += 0.5
+    recorder.observe(engine.AssistantFinishedSpeaking())
+    rate, left, right = rendered(recorder)
+    assert rate == 8_000
+    assert left.size == right.size == 2.5 * 8_000
+    start, end = sounding(left, rate)
+    assert abs(start - 0.5) < 0.01
+    assert abs(end - 1.0) < 0.01
+    start, end = sounding(right, rate)
+    assert abs(start - 2.0) < 0.01  # resampled from 24 kHz
+    assert abs(end - 2.5) < 0.01
+
+
+def test_recorder_agent_chunks_sent_ahead_follow_each_other_as_played() -> None:
+    clock = Clock()
+    recorder = Recorder(AudioFormat.PCM_16000, AudioFormat.PCM_16000, clock)
+    recorder.heard(tone(AudioFormat.PCM_16000, 0.02, 0.0))
+    for _ in range(5):  # five 0.2 s chunks sent in the same instant: played one after another
+        recorder.observe(engine.AudioChunk(audio=tone(AudioFormat.PCM_16000, 0.2), text=""))
+    rate, _left, right = rendered(recorder)
+    start, end = sounding(right, rate)
+    assert start < 0.03
+    assert abs(end - 1.02) < 0.01
+
+
+def test_recorder_barge_in_cuts_what_was_sent_but_not_played() -> None:
+    clock = Clock()
+    recorder = Recorder(AudioFormat.PCM_16000, AudioFormat.PCM_16000, clock)
+    recorder.heard(tone(AudioFormat.PCM_16000, 0.02, 0.0))
+    for _ in range(3):  # 1.5 s sent at once
+        recorder.observe(engine.AudioChunk(audio=tone(AudioFormat.PCM_16000, 0.5), text=""))
+    clock.now += 0.7  # the user speaks over it 0.7 s in
+    recorder.observe(engine.InterruptedResponse(text="Partly"))
+    clock.now += 0.3
+    recorder.heard(tone(AudioFormat.PCM_16000, 0.02))
+    recorder.observe(engine.AudioChunk(audio=tone(AudioFormat.PCM_16000, 0.2), text="Yes?"))
+    rate, _left, right = rendered(recorder)
+    sound = np.abs(right) > 328
+    # The timeline starts with the first user frame (0.02 s); the agent from 0.02 s on.
+    assert sound[int(0.03 * rate) : int(0.71 * rate)].all()  # played until the barge-in...
+    assert not sound[int(0.73 * rate) : int(1.02 * rate)].any()  # ...not what was sent after
+    assert sound[int(1.03 * rate) : int(1.21 * rate)].all()  # the next answer, when it came
+
+
+def test_recorder_keeps_wire_bytes_until_render() -> None:
+    """Recording costs the turn a list append: no decoding while the conversation runs."""
+    recorder = Recorder(AudioFormat.PCM_16000, AudioFormat.PCM_16000, Clock())
+    assert recorder.empty
+    chunk = tone(AudioFormat.PCM_16000, 0.02)
+    recorder.heard(chunk)
+    assert not recorder.empty
+    assert recorder._user[0].data is chunk  # the frame itself, not a copy or a decode
+
+
+def test_recorder_ignores_a_stray_odd_byte() -> None:
+    recorder = Recorder(AudioFormat.PCM_16000, AudioFormat.PCM_16000, Clock())
+    recorder.observe(engine.AudioChunk(audio=b"\xff", text="Bye."))
+    recorder.heard(b"\x01")
+    assert recorder.empty
+
+
+def test_recorder_late_user_frames_follow_on_a_pause_starts_after_the_gap() -> None:
+    """A frame that arrives late is jitter (it follows the one before); one that arrives
+    after the client stopped sending for a while starts where it arrived."""
+    clock = Clock()
+    recorder = Recorder(AudioFormat.PCM_16000, AudioFormat.PCM_16000, clock)
+    frame = tone(AudioFormat.PCM_16000, 0.02)
+    began = clock.now
+    for n in range(50):  # 1 s of frames in real time; the 5th to 10th held up, then a burst
+        nominal = began + 0.02 * (n + 1)
+        clock.now = max(nominal, began + 0.2) if 4 <= n < 10 else nominal
+        recorder.heard(frame)
+    heard_until = sounding(rendered(recorder)[1], 16_000)[1]
+    assert abs(heard_until - 1.0) < 0.01  # 50 frames, no gaps: exactly 1 s of sound
+    clock.now += 2.0  # the client stops sending for 2 s
+    recorder.heard(frame)
+    rate, left, _right = rendered(recorder)
+    assert not (np.abs(left[int(1.05 * rate) : int(2.9 * rate)]) > 328).any()
+    assert (np.abs(left[-int(0.02 * rate) :]) > 328).all()  # the frame, where it arrived
