@@ -129,3 +129,24 @@ def test_recorder_late_user_frames_follow_on_a_pause_starts_after_the_gap() -> N
     rate, left, _right = rendered(recorder)
     assert not (np.abs(left[int(1.05 * rate) : int(2.9 * rate)]) > 328).any()
     assert (np.abs(left[-int(0.02 * rate) :]) > 328).all()  # the frame, where it arrived
+
+
+def test_recorder_a_held_up_first_frame_does_not_shift_the_user_late() -> None:
+    """The first frames reach the server 0.3 s late and then in a burst (a busy host as the
+    stream opened): the user's channel still sits where the frames were sent, so the agent's
+    answer 1 s after the stream began is 1 s after the user's first sound."""
+    clock = Clock()
+    recorder = Recorder(AudioFormat.PCM_16000, AudioFormat.PCM_16000, clock)
+    frame = tone(AudioFormat.PCM_16000, 0.02)
+    began = clock.now
+    for n in range(40):  # 0.8 s sent in real time; the first 15 frames all arrive at 0.3 s
+        clock.now = max(began + 0.02 * (n + 1), began + 0.3)
+        recorder.heard(frame)
+    clock.now = began + 1.0
+    recorder.observe(engine.AudioChunk(audio=tone(AudioFormat.PCM_16000, 0.2), text="Yes."))
+    rate, left, right = rendered(recorder)
+    user_start, user_end = sounding(left, rate)
+    agent_start, _agent_end = sounding(right, rate)
+    assert user_start < 0.001
+    assert abs(user_end - 0.8) < 0.01
+    assert abs(agent_start - 1.0) < 0.01  # not 1.0 - 0.28: the late arrival is not a shift

@@ -6,11 +6,13 @@ and where on the timeline they belong (a list append per frame: nothing is decod
 recording costs the turn nothing); `render` decodes, resamples and mixes them once, at the
 end, in a worker thread.
 
-The timeline is the session's clock from the first frame either way. The user's frames follow
-one another (a client streams in real time; a frame that arrives late is network jitter, not
-a pause); only a frame that arrives more than `USER_GAP_SECONDS` after the stream's end so
-far starts after a gap (the client stopped sending: muted, or a phone's stream paused),
-ending when it arrives. An agent chunk
+The timeline is the session's clock. The user's frames follow one another (a client streams
+in real time; a frame that arrives late is network jitter, not a pause); only a frame that
+arrives more than `USER_GAP_SECONDS` after the stream's end so far starts after a gap (the
+client stopped sending: muted, or a phone's stream paused), ending when it arrives. Where the
+user's stream sits on the clock is the earliest any of its frames allows (each frame's arrival
+less the stream's length up to it): a first frame held up on the way (a busy host, a burst
+after the socket opened) would otherwise shift the whole user channel late. An agent chunk
 starts when it is sent (the engine paces its audio at most `playback_lead_s` ahead of
 playback) or right after the chunk before it, whichever is later, which is when the listener
 hears it. A barge-in (`InterruptedResponse`) cuts what was sent but not yet played.
@@ -60,6 +62,9 @@ class Recorder:
         """The recording's rate: the conversation's input rate (8 kHz for calls)."""
         self._began: float | None = None
         self._user: list[_Piece] = []
+        """Placed on the user's own stream: sample 0 is where it began, `_user_origin`."""
+        self._user_origin = 0
+        """Where the user's stream began on the timeline (the earliest its frames allow)."""
         self._agent: list[_Piece] = []
         self._user_end = 0
         self._agent_end = 0
@@ -74,12 +79,16 @@ class Recorder:
         length, data = _whole_samples(self._in, data)
         if length == 0:
             return
-        now = self._now(began_before=length)
+        first = not self._user
+        now = self._now()
+        if first:
+            self._user_origin = now - length
         start = self._user_end
-        if now - length - start > USER_GAP_SECONDS * self.sample_rate:
-            start = now - length
+        if now - self._user_origin - length - start > USER_GAP_SECONDS * self.sample_rate:
+            start = now - self._user_origin - length
         self._user.append(_Piece(start, data, length))
         self._user_end = start + length
+        self._user_origin = min(self._user_origin, now - self._user_end)
 
     def observe(self, event: engine.EngineEvent) -> None:
         """Place the agent's audio (`AudioChunk`) as it is sent; cut it at a barge-in."""
@@ -96,9 +105,17 @@ class Recorder:
 
     def render(self) -> bytes:
         """The WAV file: decode, resample and mix (CPU work: call it in a worker thread)."""
-        total = max(self._user_end, self._agent_end)
-        left = _channel(self._user, self._in, self.sample_rate, total)
-        right = _channel(self._agent, self._out, self.sample_rate, total)
+        user = [
+            _Piece(piece.start + self._user_origin, piece.data, piece.length)
+            for piece in self._user
+        ]
+        starts = [pieces[0].start for pieces in (user, self._agent) if pieces]
+        shift = -min(starts, default=0)  # the timeline starts with the first sound either way
+        user = [_Piece(piece.start + shift, piece.data, piece.length) for piece in user]
+        agent = [_Piece(piece.start + shift, piece.data, piece.length) for piece in self._agent]
+        total = max([piece.start + piece.length for piece in (user[-1:] + agent[-1:])], default=0)
+        left = _channel(user, self._in, self.sample_rate, total)
+        right = _channel(agent, self._out, self.sample_rate, total)
         frames = np.empty(total * CHANNELS, dtype="<i2")
         frames[0::2] = left
         frames[1::2] = right
@@ -120,12 +137,12 @@ class Recorder:
             last.length = at - last.start
         self._agent_end = min(self._agent_end, at)
 
-    def _now(self, began_before: int = 0) -> int:
-        """Now on the timeline. It starts with the first frame: when the first user frame
-        began (`began_before` samples before it arrived), or when the agent first spoke."""
+    def _now(self) -> int:
+        """Now in samples on the session's clock, counted from the recorder's first frame
+        (`render` moves the start to the first sound)."""
         now = self._clock()
         if self._began is None:
-            self._began = now - began_before / self.sample_rate
+            self._began = now
         return round((now - self._began) * self.sample_rate)
 
     def _at_rate(self, samples: int) -> int:
