@@ -55,6 +55,14 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(_Watch(config), "parley-xdist-watch")
 
 
+def pytest_unconfigure(config: pytest.Config) -> None:
+    global _fault_file
+    if _fault_file is not None:
+        faulthandler.disable()
+        _fault_file.close()
+        _fault_file = None
+
+
 def _dump_stacks(_terminal: object) -> None:
     if _fault_file is not None:
         _fault_file.write("\n+++ a test passed its time limit (pytest-timeout) +++\n")
@@ -62,6 +70,7 @@ def _dump_stacks(_terminal: object) -> None:
         faulthandler.dump_traceback(_fault_file, all_threads=True)
 
 
+@pytest.hookimpl(optionalhook=True)  # a run with `-p no:xdist` has no such hook
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     if config.getvalue("dist") == "loadgroup":
         return GroupScheduling(config, log)
