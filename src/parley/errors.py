@@ -19,11 +19,11 @@
      │    └── AgentNotFound, ProjectNotFound, ApiKeyNotFound, ConversationNotFound
      │        (ConversationNotStarted), SessionTokenNotFound, ToolNotFound,
      │        TelephonyNotConfigured
-     │        WebhookNotFound, DeliveryNotFound
+     │        WebhookNotFound, DeliveryNotFound, StoragePolicyNotFound
      ├── Conflict .................. the request clashes with stored state
      │    └── NameTaken, AgentDisabled, PhoneNumberTaken, ProjectNotEmpty, ProjectProtected,
      │        ConversationExists, ConversationEnded, IssuerTaken, JtiReplayed, ToolInUse,
-     │        AccountTaken
+     │        AccountTaken, StoragePolicyInUse
      ├── PayloadTooLarge
      ├── RateLimited ............... carries retry_after (seconds)
      ├── UpstreamError ............. a service called on the caller's behalf refused or failed
@@ -226,6 +226,11 @@ class DeliveryNotFound(NotFound):
     message = "Delivery not found."
 
 
+class StoragePolicyNotFound(NotFound):
+    code = "external_storage_policy_not_found"
+    message = "External storage policy not found."
+
+
 class OrganizationNotFound(NotFound):
     code = "organization_not_found"
     message = "Organization not found."
@@ -292,6 +297,13 @@ class IssuerTaken(Conflict):
 class ToolInUse(Conflict):
     code = "tool_in_use"
     message = "An agent lists this tool: remove it from the agent first."
+
+
+class StoragePolicyInUse(Conflict):
+    """An external storage policy that an agent names cannot be deleted (API.md 16)."""
+
+    code = "policy_in_use"
+    message = "An agent names this external storage policy: change the agent first."
 
 
 class AccountTaken(Conflict):

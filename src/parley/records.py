@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, Literal, Protocol, TypeVar
 
 from parley.credentials import CredentialKind
 
@@ -117,6 +117,11 @@ class Agent:
     voicemail_message: str | None = None
     """Spoken once to an answering machine on an outbound call (None: hang up at once)."""
     data_retention_policy: RetentionPolicy = KEEP_EVERYTHING
+    external_storage_policy: str | None = None
+    """The name of the external storage policy its recordings go to (API.md section 16);
+    None: the server's recordings directory."""
+    external_storage_policy_id: str | None = None
+    """That policy's ID: what the agent stores, so a renamed policy stays the agent's."""
 
     @property
     def is_disabled(self) -> bool:
@@ -170,6 +175,8 @@ class AgentSpec:
     no_input_end_conversation_sec: int | None = None
     voicemail_message: str | None = None
     data_retention_policy: RetentionPolicy = KEEP_EVERYTHING
+    external_storage_policy: str | None = None
+    """A policy of the agent's project, by name (None: none)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,6 +198,7 @@ class AgentPatch:
     no_input_end_conversation_sec: int | Unset | None = UNSET
     voicemail_message: str | Unset | None = UNSET
     data_retention_policy: RetentionPolicy | Unset = UNSET
+    external_storage_policy: str | Unset | None = UNSET
 
 
 @dataclass(frozen=True, slots=True)
@@ -603,6 +611,75 @@ class IssuedTool:
 
     tool: Tool
     signing_secret: str
+
+
+AddressingStyle = Literal["path", "virtual"]
+"""Where a request to an S3-compatible store names the bucket: in the path
+(`https://host/bucket/key`) or in the host (`https://bucket.host/key`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class StoragePolicy:
+    """An external storage policy (API.md section 16): the S3-compatible bucket that the
+    recordings of the agents naming it go to. Its credentials are no part of it: they stay
+    sealed in the database, unsealed only into `StorageSettings`."""
+
+    id: str
+    org_id: str
+    project: ProjectRef
+    name: str
+    endpoint_url: str
+    bucket: str
+    region: str | None
+    key_prefix: str | None
+    addressing_style: AddressingStyle
+    agent_count: int
+    """How many agents name it."""
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class StoragePolicySpec:
+    """The fields of a new external storage policy, its credentials in clear."""
+
+    name: str
+    endpoint_url: str
+    bucket: str
+    access_key_id: str = field(repr=False)
+    secret_access_key: str = field(repr=False)
+    region: str | None = None
+    key_prefix: str | None = None
+    addressing_style: AddressingStyle = "path"
+
+
+@dataclass(frozen=True, slots=True)
+class StoragePolicyPatch:
+    """A partial update of an external storage policy: UNSET fields stay as they are."""
+
+    name: str | Unset = UNSET
+    endpoint_url: str | Unset = UNSET
+    bucket: str | Unset = UNSET
+    region: str | Unset | None = UNSET
+    key_prefix: str | Unset | None = UNSET
+    addressing_style: AddressingStyle | Unset = UNSET
+    access_key_id: str | Unset = field(default=UNSET, repr=False)
+    secret_access_key: str | Unset = field(default=UNSET, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class StorageSettings:
+    """What an uploader needs to write to a policy's bucket: its credentials in clear
+    (`services.storage_policies.policy_store_settings`; never shown, never logged)."""
+
+    policy_id: str
+    endpoint_url: str
+    bucket: str
+    region: str | None
+    key_prefix: str | None
+    addressing_style: AddressingStyle
+    access_key_id: str = field(repr=False)
+    secret_access_key: str = field(repr=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -216,3 +216,39 @@ def test_sdk_voices_list_parses_the_installed_voices(client: Phonic) -> None:
     voices = {voice.id: voice for voice in listed.voices}
     assert voices["heart"].name == "Heart"
     assert (voices["heart"].model_extra or {})["language"] == "en"
+
+
+def test_sdk_external_storage_policies_create_list_get_update_delete(client: Phonic) -> None:
+    """API.md section 16: the SDK's policy calls, and an agent naming a policy."""
+    created = client.external_storage_policies.create(
+        name="archive",
+        endpoint_url="https://s3.example.com",
+        bucket="parley-recordings",
+        access_key_id="AKIAPARLEYSDKTEST",
+        secret_access_key="sdk-secret-access-key",
+        key_prefix="calls/",
+    )
+    assert created.id.startswith("storage_")
+    assert created.name == "archive"
+    listed = client.external_storage_policies.list().external_storage_policies
+    assert [(p.name, p.agent_count) for p in listed] == [("archive", 0)]
+    assert "sdk-secret-access-key" not in str(listed)
+
+    client.agents.create(name="archivist", external_storage_policy="archive")
+    assert client.agents.get("archivist").agent.external_storage_policy == "archive"
+    assert client.external_storage_policies.update(created.id, region="eu-west-1").success is True
+    policy = client.external_storage_policies.get("archive").external_storage_policy
+    assert (policy.id, policy.bucket, policy.region) == (
+        created.id,
+        "parley-recordings",
+        "eu-west-1",
+    )
+    assert (policy.key_prefix, policy.addressing_style, policy.agent_count) == ("calls/", "path", 1)
+
+    with pytest.raises(ApiError) as refused:
+        client.external_storage_policies.delete("archive")
+    assert refused.value.status_code == 409
+    assert refused.value.body["error"]["code"] == "policy_in_use"
+    assert client.agents.delete("archivist").success is True
+    assert client.external_storage_policies.delete("archive").success is True
+    assert client.external_storage_policies.list().external_storage_policies == []

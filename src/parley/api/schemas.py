@@ -94,6 +94,7 @@ VoiceId = Annotated[Label, StringConstraints(min_length=1, max_length=100)]
 SystemPrompt = Annotated[Text, StringConstraints(max_length=20_000)]
 WelcomeMessage = Annotated[Text, StringConstraints(max_length=2_000)]
 Timestamp = Annotated[str, Field(examples=["2026-11-21T10:00:00.000Z"])]
+StoragePolicyName = Annotated[Label, StringConstraints(min_length=1, max_length=64)]
 
 
 class Input(BaseModel):
@@ -289,6 +290,10 @@ class AgentCreate(Input):
         default_factory=WindowedRetentionIn,
         description="What its conversations keep, and how long; default: everything, kept.",
     )
+    external_storage_policy: StoragePolicyName | None = Field(
+        default=None,
+        description="An external storage policy of the agent's project, by name; null: none.",
+    )
 
 
 class AgentUpdate(Input):
@@ -309,6 +314,7 @@ class AgentUpdate(Input):
     no_input_end_conversation_sec: EndSec | None = None
     voicemail_message: VoicemailMessage | None = None
     data_retention_policy: DataRetentionPolicyIn | None = None
+    external_storage_policy: StoragePolicyName | None = None
 
     NULLABLE: ClassVar[frozenset[str]] = frozenset(
         {
@@ -316,6 +322,7 @@ class AgentUpdate(Input):
             "no_input_poke_sec",
             "no_input_end_conversation_sec",
             "voicemail_message",
+            "external_storage_policy",
         }
     )
 
@@ -375,6 +382,7 @@ class AgentOut(BaseModel):
     no_input_end_conversation_sec: int | None
     voicemail_message: str | None
     data_retention_policy: dict[str, Any]
+    external_storage_policy: str | None
     created_at: Timestamp
     updated_at: Timestamp
 
@@ -403,6 +411,7 @@ class AgentOut(BaseModel):
             no_input_end_conversation_sec=agent.no_input_end_conversation_sec,
             voicemail_message=agent.voicemail_message,
             data_retention_policy=agent.data_retention_policy.to_json(),
+            external_storage_policy=agent.external_storage_policy,
             created_at=isoformat(agent.created_at),
             updated_at=isoformat(agent.updated_at),
         )

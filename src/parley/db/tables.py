@@ -113,6 +113,11 @@ class AgentRow(Base):
     """Spoken to an answering machine on an outbound call (API.md section 15)."""
     data_retention_policy: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     """`RetentionPolicy.to_json()` (API.md section 16); None: everything kept."""
+    external_storage_policy_id: Mapped[str | None] = mapped_column(String(40), index=True)
+    """The external storage policy its recordings go to (API.md section 16), by ID: a
+    renamed policy stays the agent's. No foreign key (a plain ADD COLUMN on SQLite): the
+    service locks the policy's row while an agent names it, and refuses to delete a policy
+    that an agent names."""
     disabled_at: Mapped[datetime | None] = mapped_column()
     created_at: Mapped[datetime] = mapped_column()
     updated_at: Mapped[datetime] = mapped_column()
@@ -171,6 +176,32 @@ class ToolRow(Base):
     __table_args__ = (
         UniqueConstraint("project_id", "name", name="uq_tools_project_id_name"),
         Index("ix_tools_org_id_created_at", "org_id", "created_at"),
+    )
+
+
+class StoragePolicyRow(Base):
+    """An external storage policy of a project (API.md section 16): an S3-compatible bucket.
+    Both credentials are stored sealed."""
+
+    __tablename__ = "external_storage_policies"
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    org_id: Mapped[str] = mapped_column(ForeignKey("organizations.id", ondelete="CASCADE"))
+    project_id: Mapped[str] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
+    name: Mapped[str] = mapped_column(String(64))
+    endpoint_url: Mapped[str] = mapped_column(String(2048))
+    bucket: Mapped[str] = mapped_column(String(63))
+    region: Mapped[str | None] = mapped_column(String(64))
+    key_prefix: Mapped[str | None] = mapped_column(String(512))
+    addressing_style: Mapped[str] = mapped_column(String(8))
+    access_key_id_sealed: Mapped[str] = mapped_column(Text)
+    secret_access_key_sealed: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column()
+    updated_at: Mapped[datetime] = mapped_column()
+
+    __table_args__ = (
+        UniqueConstraint("project_id", "name", name="uq_external_storage_policies_project_id_name"),
+        Index("ix_external_storage_policies_org_id_created_at", "org_id", "created_at"),
     )
 
 

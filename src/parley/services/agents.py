@@ -17,6 +17,10 @@ Rules:
    .enabled (only when the state changes), .deleted (the agent as it was).
 9. The silence settings are in range (services/silence.py; 400 `validation_error` naming
    the field).
+10. `external_storage_policy` names a policy of the agent's own project or is null (400
+   `validation_error` naming the field); the agent stores the policy's ID, and the policy's
+   row is locked for share, so it is not deleted while the agent is being saved
+   (services/storage_policies.py rule 7).
 """
 
 from __future__ import annotations
@@ -47,6 +51,7 @@ from parley.services.event_payloads import agent_json
 from parley.services.orgs import MAIN_PROJECT
 from parley.services.paging import page_of
 from parley.services.silence import DEFAULT_POKE_TEXT, check_silence
+from parley.services.storage_policies import policy_for_agent
 from parley.services.tools import check_tool_names
 from parley.services.voices import SpeechCatalog, check_speech
 
@@ -87,6 +92,8 @@ async def create_agent(
         await _refuse_taken_numbers(session, spec.phone_numbers, agent_id=None)
         _refuse_undeclared(spec.system_prompt, spec.welcome_message, spec.template_variables)
         await check_tool_names(session, in_project.id, spec.tools)
+        named = spec.external_storage_policy
+        storage = await policy_for_agent(session, in_project.id, named) if named else None
         agent = await agent_repo.insert(
             session,
             agent_id=new_id("agent"),
@@ -94,6 +101,7 @@ async def create_agent(
             project=in_project,
             spec=spec,
             now=now,
+            storage_policy=storage,
         )
         await _record(session, ctx, agent, actor, "agent.create", project=in_project.name)
         await _announce(session, ctx, agent, "agent.created")
@@ -170,7 +178,13 @@ async def update_agent(
         if not isinstance(patch.phone_numbers, Unset):
             await _refuse_taken_numbers(session, patch.phone_numbers, agent_id=agent.id)
         await _check_merged(session, agent, patch)
-        await agent_repo.apply_patch(session, agent.id, patch, now=utcnow(ctx.clock))
+        await agent_repo.apply_patch(
+            session,
+            agent.id,
+            patch,
+            now=utcnow(ctx.clock),
+            storage_policy_id=await _storage_policy_id(session, agent, patch),
+        )
         updated = await agent_repo.load(session, agent.id)
         fields = sorted(name for name in AgentPatch.__slots__ if not _unset(patch, name))
         await _record(session, ctx, updated, actor, "agent.update", fields=fields)
@@ -372,6 +386,16 @@ async def _check_merged(session: Session, agent: AgentState, patch: AgentPatch) 
         )
     if not isinstance(patch.tools, Unset):
         await check_tool_names(session, agent.project_id, patch.tools)
+
+
+async def _storage_policy_id(
+    session: Session, agent: AgentState, patch: AgentPatch
+) -> str | Unset | None:
+    """Rule 10: the ID of the policy the patch names (UNSET when it names none)."""
+    name = patch.external_storage_policy
+    if name is None or isinstance(name, Unset):
+        return name
+    return (await policy_for_agent(session, agent.project_id, name)).id
 
 
 def _check_silence_patch(patch: AgentPatch) -> None:

@@ -40,6 +40,7 @@ def agent_json(agent: Agent) -> JsonObject:
         "no_input_end_conversation_sec": agent.no_input_end_conversation_sec,
         "voicemail_message": agent.voicemail_message,
         "data_retention_policy": agent.data_retention_policy.to_json(),
+        "external_storage_policy": agent.external_storage_policy,
         "created_at": isoformat(agent.created_at),
         "updated_at": isoformat(agent.updated_at),
     }

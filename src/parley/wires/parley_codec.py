@@ -75,6 +75,7 @@ def _configure(frame: frames.Configure) -> codec.Configure:
         ),
         data_retention_policy=_retention(frame.data_retention_policy),
         **_silence(frame),
+        **_storage(frame),
     )
 
 
@@ -98,6 +99,13 @@ def _silence(frame: frames.Configure) -> dict[str, Any]:
     if given.get("no_input_poke_text", "") is None:
         del given["no_input_poke_text"]  # null text: the agent's
     return given
+
+
+def _storage(frame: frames.Configure) -> dict[str, Any]:
+    """The external storage policy the frame names (null: none), unless it leaves it out."""
+    if "external_storage_policy" not in frame.model_fields_set:
+        return {}
+    return {"external_storage_policy": frame.external_storage_policy}
 
 
 def _tool_item(item: str | frames.InlineToolFrame) -> codec.ToolItem:

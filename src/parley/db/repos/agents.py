@@ -15,16 +15,18 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from parley.db.pagination import after_cursor, cursor_params
 from parley.db.repos.audit import Guard
 from parley.db.session import Reader
-from parley.db.tables import AgentRow, PhoneNumberRow, ProjectRow
+from parley.db.tables import AgentRow, PhoneNumberRow, ProjectRow, StoragePolicyRow
 from parley.errors import AgentNotFound, Forbidden, NameTaken, PhoneNumberTaken
 from parley.ids import looks_like_id
 from parley.records import (
+    UNSET,
     Agent,
     AgentPatch,
     AgentSpec,
     Project,
     ProjectRef,
     RetentionPolicy,
+    StoragePolicy,
     TemplateVariable,
     Unset,
 )
@@ -51,9 +53,17 @@ class AgentState:
 _AGENTS = AgentRow.__table__
 _PROJECTS = ProjectRow.__table__
 _PHONE_NUMBERS = PhoneNumberRow.__table__
+_POLICIES = StoragePolicyRow.__table__
 
 
-def to_record(row: AgentRow | Row[Any], project_name: str, numbers: Sequence[str]) -> Agent:
+def to_record(
+    row: AgentRow | Row[Any],
+    project_name: str,
+    numbers: Sequence[str],
+    storage_policy_name: str | None = None,
+) -> Agent:
+    """The record of an agent row; `storage_policy_name` is the current name of the
+    external storage policy it names (by ID), if it names one."""
     return Agent(
         id=row.id,
         org_id=row.org_id,
@@ -79,22 +89,26 @@ def to_record(row: AgentRow | Row[Any], project_name: str, numbers: Sequence[str
         no_input_end_conversation_sec=row.no_input_end_conversation_sec,
         voicemail_message=row.voicemail_message,
         data_retention_policy=RetentionPolicy.from_json(row.data_retention_policy),
+        external_storage_policy=storage_policy_name,
+        external_storage_policy_id=row.external_storage_policy_id,
     )
 
 
 async def load(session: AsyncSession, agent_id: str) -> Agent:
-    """Return the record of one agent, with its project name and phone numbers."""
+    """Return the record of one agent, with its project name, phone numbers and the name
+    of its external storage policy."""
     query = (
-        select(AgentRow, ProjectRow.name)
+        select(AgentRow, ProjectRow.name, StoragePolicyRow.name)
         .join(ProjectRow, ProjectRow.id == AgentRow.project_id)
+        .outerjoin(StoragePolicyRow, StoragePolicyRow.id == AgentRow.external_storage_policy_id)
         .where(AgentRow.id == agent_id)
     )
     found = (await session.execute(query.execution_options(populate_existing=True))).first()
     if found is None:
         raise AgentNotFound()
-    row, project_name = found
+    row, project_name, policy_name = found
     numbers = await phone_numbers_of(session, [agent_id])
-    return to_record(row, project_name, numbers.get(agent_id, []))
+    return to_record(row, project_name, numbers.get(agent_id, []), policy_name)
 
 
 async def phone_numbers_of(session: AsyncSession, agent_ids: Sequence[str]) -> dict[str, list[str]]:
@@ -184,8 +198,10 @@ async def insert(
     project: Project,
     spec: AgentSpec,
     now: datetime,
+    storage_policy: StoragePolicy | None = None,
 ) -> Agent:
-    """Insert a new agent and its phone numbers."""
+    """Insert a new agent and its phone numbers; `storage_policy` is the one its
+    `spec.external_storage_policy` names."""
     row = AgentRow(
         id=agent_id,
         org_id=org_id,
@@ -204,6 +220,7 @@ async def insert(
         no_input_end_conversation_sec=spec.no_input_end_conversation_sec,
         voicemail_message=spec.voicemail_message,
         data_retention_policy=spec.data_retention_policy.to_json(),
+        external_storage_policy_id=storage_policy.id if storage_policy else None,
         disabled_at=None,
         created_at=now,
         updated_at=now,
@@ -211,7 +228,8 @@ async def insert(
     session.add(row)
     await session.flush()
     await replace_phone_numbers(session, row.id, spec.phone_numbers)
-    return to_record(row, project.name, spec.phone_numbers)
+    policy_name = storage_policy.name if storage_policy else None
+    return to_record(row, project.name, spec.phone_numbers, policy_name)
 
 
 PATCHABLE_COLUMNS = (
@@ -233,14 +251,22 @@ def _stored_variables(variables: Mapping[str, TemplateVariable]) -> dict[str, di
 
 
 async def apply_patch(
-    session: AsyncSession, agent_id: str, patch: AgentPatch, *, now: datetime
+    session: AsyncSession,
+    agent_id: str,
+    patch: AgentPatch,
+    *,
+    now: datetime,
+    storage_policy_id: str | Unset | None = UNSET,
 ) -> None:
-    """Write the set fields of `patch` to the agent (locked by `find(..., for_update=True)`)."""
+    """Write the set fields of `patch` to the agent (locked by `find(..., for_update=True)`);
+    `storage_policy_id` is the ID of the policy its `external_storage_policy` names."""
     changes = {
         column: value
         for column in PATCHABLE_COLUMNS
         if not isinstance(value := getattr(patch, column), Unset)
     }
+    if not isinstance(storage_policy_id, Unset):
+        changes["external_storage_policy_id"] = storage_policy_id
     if not isinstance(patch.data_retention_policy, Unset):
         changes["data_retention_policy"] = patch.data_retention_policy.to_json()
     if not isinstance(patch.tools, Unset):
@@ -380,7 +406,10 @@ async def list_page(
         _, numbers = rows.setdefault(row.id, (row, []))
         if row.phone_number is not None:
             numbers.append(row.phone_number)
-    return [to_record(row, row.project_name, numbers) for row, numbers in rows.values()]
+    return [
+        to_record(row, row.project_name, numbers, row.storage_policy_name)
+        for row, numbers in rows.values()
+    ]
 
 
 @functools.cache
@@ -393,8 +422,13 @@ def _page_query(*, in_project: bool, after: bool) -> Select[Any]:
     """
     created_at, agent_id = _AGENTS.c.created_at, _AGENTS.c.id
     page = (
-        select(_AGENTS, _PROJECTS.c.name.label("project_name"))
+        select(
+            _AGENTS,
+            _PROJECTS.c.name.label("project_name"),
+            _POLICIES.c.name.label("storage_policy_name"),
+        )
         .join(_PROJECTS, _PROJECTS.c.id == _AGENTS.c.project_id)
+        .outerjoin(_POLICIES, _POLICIES.c.id == _AGENTS.c.external_storage_policy_id)
         .where(_AGENTS.c.org_id == bindparam("org_id"))
     )
     if in_project:

@@ -1,18 +1,19 @@
-"""What a conversation's `config` decides beyond its agent (API.md sections 8, 12, 15): the
-prompts with their template variables rendered, the tools resolved, a placed call's
-voicemail message. The session checks it before the conversation goes live, and again for
-the next agent of a transfer."""
+"""What a conversation's `config` decides beyond its agent (API.md sections 8, 12, 15, 16):
+the prompts with their template variables rendered, the tools resolved, a placed call's
+voicemail message, what it keeps and where its recording goes. The session checks it
+before the conversation goes live, and again for the next agent of a transfer."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import TypeVar
 
-from parley.records import KEEP_EVERYTHING, Agent, RetentionPolicy
+from parley.records import KEEP_EVERYTHING, Agent, RetentionPolicy, Unset
 from parley.services import templates
 from parley.services.context import Context
 from parley.services.live import codec
 from parley.services.live.tools import ConversationTool, resolve_tools
+from parley.services.storage_policies import policy_id_named
 
 T = TypeVar("T")
 
@@ -30,6 +31,10 @@ class Setup:
     retention: RetentionPolicy = KEEP_EVERYTHING
     """What the conversation keeps (API.md section 16): the config's policy, else the
     agent's."""
+    storage_policy_id: str | None = None
+    """The external storage policy its recording goes to (API.md section 16): the one the
+    config names, else the agent's; None: the server's recordings directory. Its settings,
+    credentials unsealed, come from `services.storage_policies.policy_store_settings`."""
 
     @classmethod
     async def check(cls, ctx: Context, frame: codec.Configure, agent: Agent) -> Setup:
@@ -59,7 +64,19 @@ class Setup:
             built_ins=built_ins,
             voicemail_message=voicemail if frame.wait_for_callee else None,
             retention=_given(frame.data_retention_policy, agent.data_retention_policy),
+            storage_policy_id=await _storage_policy_id(ctx, frame, agent),
         )
+
+
+async def _storage_policy_id(ctx: Context, frame: codec.Configure, agent: Agent) -> str | None:
+    """The config's policy (an unknown name: 400 naming `external_storage_policy`), else
+    the agent's."""
+    named = frame.external_storage_policy
+    if isinstance(named, Unset):
+        return agent.external_storage_policy_id
+    if named is None:
+        return None
+    return await policy_id_named(ctx, project_id=agent.project.id, name=named)
 
 
 def _given(value: T | None, default: T) -> T:
