@@ -264,6 +264,8 @@ class Conversation:
     """A phone transfer under way (services/transfers.py), None when there is none."""
     recording_key: str | None = None
     """Where its recording is kept (services/recordings.py); None until it is stored."""
+    recording_policy_id: str | None = None
+    """The external storage policy its recording is kept by; None: the recordings directory."""
     audio_url: str | None = None
     """The recording's signed URL (API.md section 16): set by the service that reads the
     conversation for a client, never stored."""

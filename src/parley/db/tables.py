@@ -14,6 +14,7 @@ from sqlalchemy import (
     ForeignKeyConstraint,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
     String,
     Text,
@@ -281,6 +282,8 @@ class ConversationRow(Base):
     recording_key: Mapped[str | None] = mapped_column(String(300))
     """Where the recording is kept (services/recordings.py); None until it is stored."""
     recorded_at: Mapped[datetime | None] = mapped_column()
+    recording_policy_id: Mapped[str | None] = mapped_column(String(40))
+    """The external storage policy the recording is kept by; None: the recordings directory."""
     transcripts_deleted_at: Mapped[datetime | None] = mapped_column()
     """When the item texts and tool call records were deleted (API.md section 16)."""
     audio_deleted_at: Mapped[datetime | None] = mapped_column()
@@ -564,3 +567,30 @@ class JobRow(Base):
     name: Mapped[str] = mapped_column(String(64), primary_key=True)
     holder: Mapped[str | None] = mapped_column(String(128))
     lease_until: Mapped[datetime | None] = mapped_column()
+
+
+class RecordingUploadRow(Base):
+    """A recording waiting to be stored (services/recordings.py): the WAV itself, kept here
+    until its store has it, so a store that is down or an instance that dies loses nothing.
+    The instance that wrote it tries at once; after that, whichever instance's timer finds
+    it due claims it by moving `next_attempt_at` past the claim's end."""
+
+    __tablename__ = "recording_uploads"
+    __table_args__ = (
+        ForeignKeyConstraint(
+            ["org_id", "conversation_id"],
+            ["conversations.org_id", "conversations.id"],
+            ondelete="CASCADE",
+        ),
+    )
+
+    org_id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    conversation_id: Mapped[str] = mapped_column(String(128), primary_key=True)
+    object_key: Mapped[str] = mapped_column(String(300))
+    policy_id: Mapped[str | None] = mapped_column(String(40))
+    """The external storage policy to store it by; None: the recordings directory."""
+    data: Mapped[bytes] = mapped_column(LargeBinary)
+    attempts: Mapped[int] = mapped_column(Integer, server_default="0")
+    next_attempt_at: Mapped[datetime] = mapped_column(index=True)
+    last_error: Mapped[str | None] = mapped_column(String(500))
+    created_at: Mapped[datetime] = mapped_column()

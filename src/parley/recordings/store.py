@@ -1,4 +1,5 @@
-"""The recording store's interface: put, find, delete whole objects by key."""
+"""The recording stores' interface: put, delete (and, for the server's own, find) whole
+objects by key."""
 
 from __future__ import annotations
 
@@ -16,16 +17,13 @@ class StoredObject:
     size: int
 
 
-class RecordingStore(Protocol):
-    """Whole WAV files by key (`{org_id}/{conversation_id}.wav`). Every method raises
-    OSError when the store cannot be used; a write is complete or absent, never partial."""
+class ObjectStore(Protocol):
+    """Whole WAV files by key, written and deleted: the recordings directory and a policy's
+    bucket alike. Every method raises OSError when the store cannot be used; a write is
+    complete or absent, never partial."""
 
     async def put(self, key: str, data: bytes) -> None:
         """Store `data` under `key`, replacing what was there."""
-        ...
-
-    async def find(self, key: str) -> StoredObject | None:
-        """The object under `key`, or None when there is none."""
         ...
 
     async def delete(self, key: str) -> None:
@@ -34,4 +32,13 @@ class RecordingStore(Protocol):
 
     async def delete_many(self, keys: Sequence[str]) -> None:
         """`delete` each of `keys` (a retention sweep's batch), at once where the store can."""
+        ...
+
+
+class RecordingStore(ObjectStore, Protocol):
+    """The server's own store (`{org_id}/{conversation_id}.wav`), whose files it serves at
+    the signed `audio_url` (a bucket's objects are read at its presigned URL instead)."""
+
+    async def find(self, key: str) -> StoredObject | None:
+        """The object under `key`, or None when there is none."""
         ...

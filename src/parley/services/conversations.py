@@ -88,7 +88,7 @@ async def get_conversation(
             found = await conversation_repo.get(connection, org_id, conversation_id)
     if found is None:
         raise ConversationNotStarted() if by_jwt else ConversationNotFound()
-    return recordings.with_audio_url(ctx, found)
+    return (await recordings.with_audio_urls(ctx, [found]))[0]
 
 
 async def list_conversations(
@@ -125,7 +125,7 @@ async def list_conversations(
             limit=limit,
         )
     page = page_of(found, limit=limit)
-    return replace(page, items=[recordings.with_audio_url(ctx, c) for c in page.items])
+    return replace(page, items=await recordings.with_audio_urls(ctx, page.items))
 
 
 async def end_conversation(

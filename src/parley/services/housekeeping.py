@@ -1,5 +1,6 @@
 """The timer of each serving instance: lease, orphans, unanswered phone calls, revocations
-waiting for the store, spent `jti` records (embedded mode).
+waiting for the store, spent `jti` records (embedded mode), retention, recordings waiting
+for their store.
 
 `housekeeping(ctx)` registers the instance (ending its previous life's and any orphaned
 live conversations), runs the timer while the server runs, and retires the instance at a
@@ -18,6 +19,7 @@ from parley.errors import ParleyError
 from parley.services import (
     instances,
     outbound_calls,
+    recordings,
     retention,
     revocations,
     telephony,
@@ -96,6 +98,7 @@ async def _run(ctx: Context, stopping: asyncio.Event) -> None:
             )
             await _step("end transfers never finished", transfers.end_stale(ctx))
             await _step("delete what retention policies say is due", retention.sweep(ctx))
+            await _step("store the recordings waiting for their store", recordings.retry_due(ctx))
         await _step("publish waiting revocations", revocations.publish_pending(ctx))
         await _step("sweep spent jti records", sweep_spent_claims(ctx))
         with contextlib.suppress(TimeoutError):

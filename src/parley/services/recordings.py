@@ -11,7 +11,9 @@ conversation and the expiry, so the URL needs no bearer credential, like a presi
 The URL names no organization (the contract's path): the server finds the conversations
 with that ID that have a recording and checks the signature against each.
 
-A store that fails is tried again (`KEEP_RETRY_SECONDS`) while the process runs.
+A recording is never lost: it is written to the database (`recording_uploads`) before
+its store is tried, and stays there until the store has it; the timer of any instance tries
+again when it is due (`RETRY_SECONDS`), after a restart too.
 """
 
 from __future__ import annotations
@@ -21,24 +23,35 @@ import base64
 import hashlib
 import hmac
 import logging
-from collections.abc import Awaitable, Callable
+from collections import defaultdict
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import replace
+from datetime import timedelta
 from typing import Final
 from urllib.parse import quote
 
 from parley.clock import utcnow
 from parley.db.repos import conversations as conversation_repo
+from parley.db.repos import recording_uploads as upload_repo
 from parley.errors import ConversationNotFound, Forbidden
-from parley.recordings import StoredObject
-from parley.records import Conversation
+from parley.recordings import ObjectStore, StoredObject
+from parley.recordings.bucket import BucketSettings, BucketStore
+from parley.records import Conversation, StorageSettings
+from parley.services import storage_policies
 from parley.services.context import Context
 
 log = logging.getLogger(__name__)
 
 URL_SECONDS: Final = 3600
 """How long an `audio_url` is valid (API.md section 16: one hour)."""
-KEEP_RETRY_SECONDS: Final = (1.0, 5.0, 30.0, 120.0, 600.0)
-"""The waits between tries of a recording the store refused (a full disk, a lost mount)."""
+RETRY_SECONDS: Final = (1.0, 5.0, 30.0, 120.0, 600.0, 3600.0)
+"""The waits after each failed try of a recording's upload (a full disk, a lost mount, a
+bucket down); the last repeats: a recording is never given up while its store exists."""
+CLAIM: Final = timedelta(seconds=120)
+"""How long a try holds its upload: the timers of other instances leave it alone until
+then (a try that dies with its instance is taken up again after it)."""
+RETRIES_PER_TICK: Final = 20
+"""Uploads tried again per step of the timer at most."""
 SIGNING_PURPOSE: Final = "recording-url"
 DRAIN_SECONDS: Final = 10.0
 """How long a stopping server waits for the recordings still being kept."""
@@ -62,32 +75,137 @@ async def keep(
     org_id: str,
     conversation_id: str,
     render: Callable[[], Awaitable[bytes]],
-    retry_seconds: tuple[float, ...] = KEEP_RETRY_SECONDS,
+    policy_id: str | None = None,
 ) -> bool:
-    """Render the recording and put it in the store, then name it on the conversation;
-    a store that fails is tried again after each of `retry_seconds`. False when there is
-    no store, or every try failed (logged)."""
-    store = ctx.recordings
-    if store is None:
+    """Render the recording, keep it in the database until its store has it, and try the
+    store at once; True when it is stored. False when there is nowhere to keep it (no
+    recordings directory and no policy: logged) or the store failed: the upload waits in
+    the database and `retry_due` tries again (`RETRY_SECONDS`), on any instance."""
+    placed = await _placement(ctx, org_id, conversation_id, policy_id)
+    if placed is None:
+        log.warning("recording of %s not kept: no recording store is configured", conversation_id)
         return False
+    store, key = placed
     wav = await render()
-    key = recording_key(org_id, conversation_id)
-    for wait in (*retry_seconds, None):
-        try:
-            await store.put(key, wav)
-            break
-        except OSError as error:
-            if wait is None:
-                log.error("recording of %s not kept: %s", conversation_id, error)
-                return False
-            log.warning(
-                "recording of %s not kept yet (%s); again in %g s", conversation_id, error, wait
-            )
-            await asyncio.sleep(wait)
+    upload = upload_repo.Upload(
+        org_id=org_id,
+        conversation_id=conversation_id,
+        object_key=key,
+        policy_id=policy_id,
+        data=wav,
+        attempts=0,
+    )
+    now = utcnow(ctx.clock)
     async with ctx.db.transaction() as session:
-        return await conversation_repo.set_recording(
-            session, org_id, conversation_id, key=key, at=utcnow(ctx.clock)
+        await upload_repo.add(session, upload, now=now, first_try=now + CLAIM)
+    return await _attempt(ctx, upload, store)
+
+
+async def retry_due(ctx: Context, *, limit: int = RETRIES_PER_TICK) -> int:
+    """Try again the uploads that are due (the timer's step; any instance's, one claim
+    each); return how many were stored."""
+    stored = 0
+    for _ in range(limit):
+        now = utcnow(ctx.clock)
+        async with ctx.db.transaction() as session:
+            upload = await upload_repo.claim_due(session, now=now, until=now + CLAIM)
+        if upload is None:
+            break
+        placed = await _placement(ctx, upload.org_id, upload.conversation_id, upload.policy_id)
+        if placed is None:
+            await _give_up(ctx, upload, "its external storage policy was deleted")
+            continue
+        stored += await _attempt(ctx, upload, placed[0])
+    return stored
+
+
+async def _attempt(ctx: Context, upload: upload_repo.Upload, store: ObjectStore) -> bool:
+    """Put the upload in its store: name it on the conversation and forget the upload, or
+    record the failure and when to try again."""
+    try:
+        await store.put(upload.object_key, upload.data)
+    except OSError as error:
+        attempts = upload.attempts + 1
+        wait = RETRY_SECONDS[min(attempts, len(RETRY_SECONDS)) - 1]
+        log.warning(
+            "recording of %s not stored yet (try %d: %s); again in %g s",
+            upload.conversation_id,
+            attempts,
+            error,
+            wait,
         )
+        retry_at = utcnow(ctx.clock) + timedelta(seconds=wait)
+        async with ctx.db.transaction() as session:
+            await upload_repo.failed(
+                session, upload, attempts=attempts, retry_at=retry_at, error=str(error)
+            )
+        return False
+    async with ctx.db.transaction() as session:
+        await conversation_repo.set_recording(
+            session,
+            upload.org_id,
+            upload.conversation_id,
+            key=upload.object_key,
+            policy_id=upload.policy_id,
+            at=utcnow(ctx.clock),
+        )
+        await upload_repo.remove(session, upload.org_id, upload.conversation_id)
+    return True
+
+
+async def _give_up(ctx: Context, upload: upload_repo.Upload, why: str) -> None:
+    log.error("recording of %s dropped: %s", upload.conversation_id, why)
+    async with ctx.db.transaction() as session:
+        await upload_repo.remove(session, upload.org_id, upload.conversation_id)
+
+
+async def _placement(
+    ctx: Context, org_id: str, conversation_id: str, policy_id: str | None
+) -> tuple[ObjectStore, str] | None:
+    """The store and object key of a conversation's recording: the recordings directory
+    (`{org_id}/{conversation_id}.wav`) or the policy's bucket (`{key_prefix}{id}.wav`)."""
+    if policy_id is None:
+        if ctx.recordings is None:
+            return None
+        return ctx.recordings, recording_key(org_id, conversation_id)
+    bucket = await _bucket(ctx, org_id, policy_id)
+    if bucket is None:
+        return None
+    store, prefix = bucket
+    return store, f"{prefix}{conversation_id}.wav"
+
+
+async def _bucket(ctx: Context, org_id: str, policy_id: str) -> tuple[BucketStore, str] | None:
+    """The policy's bucket and key prefix; None when the policy was deleted."""
+    settings = await storage_policies.policy_store_settings(ctx, org_id, policy_id)
+    if settings is None:
+        return None
+    return _bucket_store(settings), settings.key_prefix or ""
+
+
+def _bucket_store(settings: StorageSettings) -> BucketStore:
+    """One store (one boto3 client, its connection pool) per policy's settings, reused."""
+    store = _buckets.pop(settings, None)
+    if store is None:
+        store = BucketStore(
+            BucketSettings(
+                endpoint_url=settings.endpoint_url,
+                bucket=settings.bucket,
+                region=settings.region,
+                addressing_style=settings.addressing_style,
+                access_key_id=settings.access_key_id,
+                secret_access_key=settings.secret_access_key,
+            )
+        )
+    _buckets[settings] = store  # most recently used last
+    while len(_buckets) > BUCKET_CACHE:
+        del _buckets[next(iter(_buckets))]
+    return store
+
+
+_buckets: dict[StorageSettings, BucketStore] = {}
+BUCKET_CACHE: Final = 64
+"""Policies whose stores are kept ready (a changed policy's settings make a new one)."""
 
 
 _pending: set[asyncio.Task[bool]] = set()
@@ -100,10 +218,17 @@ def keep_later(
     org_id: str,
     conversation_id: str,
     render: Callable[[], Awaitable[bytes]],
+    policy_id: str | None = None,
 ) -> None:
     """`keep` in the background: the socket that recorded it closes without waiting."""
     task = asyncio.create_task(
-        keep(ctx, org_id=org_id, conversation_id=conversation_id, render=render),
+        keep(
+            ctx,
+            org_id=org_id,
+            conversation_id=conversation_id,
+            render=render,
+            policy_id=policy_id,
+        ),
         name=f"keep-recording-{conversation_id}",
     )
     _pending.add(task)
@@ -123,11 +248,45 @@ async def drain() -> None:
         await asyncio.wait(set(_pending), timeout=DRAIN_SECONDS)
 
 
-def with_audio_url(ctx: Context, conversation: Conversation) -> Conversation:
-    """The conversation with its signed `audio_url` when it has a recording."""
-    if conversation.recording_key is None or conversation.audio_deleted_at is not None:
-        return conversation
-    return replace(conversation, audio_url=audio_url(ctx, conversation.org_id, conversation.id))
+async def with_audio_urls(ctx: Context, found: Sequence[Conversation]) -> list[Conversation]:
+    """The conversations, each with its `audio_url` when it has a recording: this server's
+    signed URL, or the bucket's presigned GET for a recording kept by a policy (a policy
+    deleted since: no URL)."""
+    buckets: dict[tuple[str, str], BucketStore | None] = {}
+    shown = []
+    for conversation in found:
+        key = conversation.recording_key
+        if key is None or conversation.audio_deleted_at is not None:
+            shown.append(conversation)
+            continue
+        policy_id = conversation.recording_policy_id
+        if policy_id is None:
+            url: str | None = audio_url(ctx, conversation.org_id, conversation.id)
+        else:
+            at = (conversation.org_id, policy_id)
+            if at not in buckets:
+                bucket = await _bucket(ctx, *at)
+                buckets[at] = bucket[0] if bucket is not None else None
+            store = buckets[at]
+            url = store.presigned_get(key, URL_SECONDS) if store is not None else None
+        shown.append(replace(conversation, audio_url=url))
+    return shown
+
+
+async def delete_objects(ctx: Context, recordings: Iterable[tuple[str, str | None, str]]) -> None:
+    """Delete recordings, (organization, policy or None, key) each, from their stores: one
+    request per store. A policy deleted since has nothing left to delete here."""
+    by_store: dict[tuple[str, str | None], list[str]] = defaultdict(list)
+    for org_id, policy_id, key in recordings:
+        by_store[(org_id if policy_id else "", policy_id)].append(key)
+    for (org_id, policy_id), keys in by_store.items():
+        if policy_id is None:
+            if ctx.recordings is not None:
+                await ctx.recordings.delete_many(keys)
+            continue
+        bucket = await _bucket(ctx, org_id, policy_id)
+        if bucket is not None:
+            await bucket[0].delete_many(keys)
 
 
 def audio_url(ctx: Context, org_id: str, conversation_id: str) -> str:

@@ -27,7 +27,7 @@ from parley.db.repos import conversations as conversation_repo
 from parley.db.repos import jobs as job_repo
 from parley.errors import ConversationLive, ConversationNotFound
 from parley.records import SYSTEM, Actor, RetentionPolicy, Status
-from parley.services import audit
+from parley.services import audit, recordings
 from parley.services.context import Context
 
 log = logging.getLogger(__name__)
@@ -80,9 +80,14 @@ async def sweep(ctx: Context) -> int:
 async def _delete_due(ctx: Context, found: list[conversation_repo.Due], now: datetime) -> int:
     """One batch: the files first, then the rows and the audit events in one transaction
     (each organization's chain locked once)."""
-    if ctx.recordings is not None:
-        keys = [item.recording_key for item in found if item.audio and item.recording_key]
-        await ctx.recordings.delete_many(keys)
+    await recordings.delete_objects(
+        ctx,
+        [
+            (item.org_id, item.recording_policy_id, item.recording_key)
+            for item in found
+            if item.audio and item.recording_key
+        ],
+    )
     async with ctx.db.transaction() as session:
         deleted = await conversation_repo.delete_due(session, found, at=now)
         by_org: dict[str, list[tuple[str, str, Mapping[str, Any] | None]]] = defaultdict(list)
@@ -105,14 +110,17 @@ async def delete_conversation(
             raise ConversationNotFound()
         if found.status != Status.ENDED:
             raise ConversationLive()
-        if found.recording_key is not None and ctx.recordings is not None:
-            await ctx.recordings.delete(found.recording_key)
+        if found.recording_key is not None:
+            await recordings.delete_objects(
+                ctx, [(org_id, found.recording_policy_id, found.recording_key)]
+            )
         due = conversation_repo.Due(
             org_id=org_id,
             id=conversation_id,
             transcript=found.transcripts_deleted_at is None,
             audio=found.audio_deleted_at is None,
             recording_key=found.recording_key,
+            recording_policy_id=found.recording_policy_id,
         )
         await conversation_repo.delete_due(session, [due], at=utcnow(ctx.clock))
         await audit.record(

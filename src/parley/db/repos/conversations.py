@@ -13,7 +13,13 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from parley.db.pagination import SelectT, decode_cursor, paginate
 from parley.db.session import StatementConnection
-from parley.db.tables import AgentRow, ConversationItemRow, ConversationRow, InstanceRow
+from parley.db.tables import (
+    AgentRow,
+    ConversationItemRow,
+    ConversationRow,
+    InstanceRow,
+    RecordingUploadRow,
+)
 from parley.errors import ConversationExists
 from parley.ids import is_valid_conversation_id
 from parley.records import (
@@ -65,6 +71,7 @@ class ConversationState:
     transfer: Mapping[str, Any] | None = None
     transfer_since: datetime | None = None
     recording_key: str | None = None
+    recording_policy_id: str | None = None
     recorded_at: datetime | None = None
     transcripts_deleted_at: datetime | None = None
     audio_deleted_at: datetime | None = None
@@ -103,6 +110,7 @@ def to_state(row: ConversationRow) -> ConversationState:
         transfer=row.transfer,
         transfer_since=row.transfer_since,
         recording_key=row.recording_key,
+        recording_policy_id=row.recording_policy_id,
         recorded_at=row.recorded_at,
         transcripts_deleted_at=row.transcripts_deleted_at,
         audio_deleted_at=row.audio_deleted_at,
@@ -147,6 +155,7 @@ def to_record(
         answered_by=row.answered_by,
         transfer=dict(row.transfer) if row.transfer else None,
         recording_key=row.recording_key,
+        recording_policy_id=row.recording_policy_id,
         transcripts_deleted_at=row.transcripts_deleted_at,
         audio_deleted_at=row.audio_deleted_at,
     )
@@ -465,14 +474,24 @@ async def set_analysis(session: AsyncSession, state: ConversationState, measured
 
 
 async def set_recording(
-    session: AsyncSession, org_id: str, conversation_id: str, *, key: str, at: datetime
+    session: AsyncSession,
+    org_id: str,
+    conversation_id: str,
+    *,
+    key: str,
+    policy_id: str | None,
+    at: datetime,
 ) -> bool:
     """Record where the conversation's recording is kept; False when the conversation is
-    gone (deleted with its organization meanwhile)."""
+    gone (deleted with its organization meanwhile) or its audio was deleted meanwhile."""
     result = await session.execute(
         update(ConversationRow)
-        .where(ConversationRow.org_id == org_id, ConversationRow.id == conversation_id)
-        .values(recording_key=key, recorded_at=at)
+        .where(
+            ConversationRow.org_id == org_id,
+            ConversationRow.id == conversation_id,
+            ConversationRow.audio_deleted_at.is_(None),
+        )
+        .values(recording_key=key, recording_policy_id=policy_id, recorded_at=at)
         .returning(ConversationRow.id)
         .execution_options(synchronize_session=False)
     )
@@ -496,6 +515,7 @@ async def delete_due(
         values: dict[str, Any] = {column.key: at}
         if part == "audio":
             values["recording_key"] = None
+            values["recording_policy_id"] = None
         result = await session.execute(
             update(ConversationRow)
             .where(
@@ -511,6 +531,14 @@ async def delete_due(
         changed = [(row.org_id, row.id) for row in result.all()]
         for key in changed:
             done[key].append(part)
+        if part == "audio" and changed:  # a recording not stored yet never will be
+            await session.execute(
+                delete(RecordingUploadRow).where(
+                    tuple_(RecordingUploadRow.org_id, RecordingUploadRow.conversation_id).in_(
+                        changed
+                    )
+                )
+            )
         if part == "transcript" and changed:
             await session.execute(
                 delete(ConversationItemRow).where(
@@ -533,6 +561,7 @@ class Due:
     transcript: bool
     audio: bool
     recording_key: str | None
+    recording_policy_id: str | None = None
 
 
 async def due_for_deletion(
@@ -543,8 +572,18 @@ async def due_for_deletion(
     transcript_due = and_(
         ConversationRow.transcripts_due_at <= now, ConversationRow.transcripts_deleted_at.is_(None)
     )
+    uploading = (
+        select(RecordingUploadRow.conversation_id)
+        .where(
+            RecordingUploadRow.org_id == ConversationRow.org_id,
+            RecordingUploadRow.conversation_id == ConversationRow.id,
+        )
+        .exists()
+    )
     audio_due = and_(
-        ConversationRow.audio_due_at <= now, ConversationRow.audio_deleted_at.is_(None)
+        ConversationRow.audio_due_at <= now,
+        ConversationRow.audio_deleted_at.is_(None),
+        ~uploading,  # `0` hours: deleted once it is stored, not before
     )
     query = (
         select(
@@ -555,6 +594,8 @@ async def due_for_deletion(
             ConversationRow.audio_due_at,
             ConversationRow.audio_deleted_at,
             ConversationRow.recording_key,
+            ConversationRow.recording_policy_id,
+            audio_due.label("audio_is_due"),
         )
         .where(or_(transcript_due, audio_due))
         .limit(limit)
@@ -566,10 +607,9 @@ async def due_for_deletion(
             transcript=row.transcripts_due_at is not None
             and row.transcripts_due_at <= now
             and row.transcripts_deleted_at is None,
-            audio=row.audio_due_at is not None
-            and row.audio_due_at <= now
-            and row.audio_deleted_at is None,
+            audio=bool(row.audio_is_due),
             recording_key=row.recording_key,
+            recording_policy_id=row.recording_policy_id,
         )
         for row in (await connection.execute(query)).all()
     ]

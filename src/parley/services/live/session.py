@@ -130,6 +130,8 @@ class LiveSession:
         self._given_values: dict[str, str] = {}
         """The template values the `config` gave (a transfer renders the next agent's)."""
         self._recorder: Recorder | None = None
+        self._storage_policy_id: str | None = None
+        """The external storage policy the recording goes to (None: the directory)."""
 
     @property
     def conversation_id(self) -> str | None:
@@ -408,6 +410,7 @@ class LiveSession:
             org_id=self._handshake.principal.org_id,
             conversation_id=conversation_id,
             render=lambda: anyio.to_thread.run_sync(recorder.render),
+            policy_id=self._storage_policy_id,
         )
 
     # --- inbound events ---------------------------------------------------------------------
@@ -526,7 +529,9 @@ class LiveSession:
         )
         if event.wait_for_callee:
             self._callee = Callee(voicemail_message=setup.voicemail_message)
-        if self._ctx.recordings is not None and not setup.retention.zero_data_retention:
+        self._storage_policy_id = setup.storage_policy_id
+        recording_kept = self._ctx.recordings is not None or setup.storage_policy_id is not None
+        if recording_kept and not setup.retention.zero_data_retention:
             self._recorder = Recorder(
                 config.input_format, config.output_format, self._ctx.clock.monotonic
             )
