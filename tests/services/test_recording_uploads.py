@@ -12,10 +12,11 @@ from pathlib import Path
 import pytest
 
 from parley.db.repos import recording_uploads as upload_repo
+from parley.outbound import AddressPolicy
 from parley.recordings import StoredObject
 from parley.recordings.directory import DirectoryStore
-from parley.records import OPERATOR, RetentionPolicy
-from parley.services import Context, conversations, recordings, retention
+from parley.records import OPERATOR, RetentionPolicy, StoragePolicySpec
+from parley.services import Context, conversations, recordings, retention, storage_policies
 from tests.services.test_live_session import MovableClock
 from tests.services.test_retention import agent_keeping, spoken_and_ended
 from tests.services.webhook_helpers import local_context
@@ -179,3 +180,38 @@ async def test_retention_zero_hours_audio_deleted_once_stored_not_before(
         ctx, org_id=org_id, conversation_id=conversation_id
     )
     assert found.audio_deleted_at is not None
+
+
+async def test_recording_bucket_endpoint_resolving_to_a_private_address_refused_at_upload(
+    flaky: tuple[Context, FlakyStore, MovableClock], caplog: pytest.LogCaptureFixture
+) -> None:
+    """The endpoint follows the outbound address rules at each upload, not only when the
+    policy was made: with private networks no longer allowed, a loopback endpoint is
+    refused before any request, and the recording waits (the switch may come back)."""
+    ctx, _store, _clock = flaky
+    allowing = dataclasses.replace(
+        ctx, outbound_policy=AddressPolicy(allow_http=True, allow_private_networks=True)
+    )
+    org_id, agent = await agent_keeping(ctx, RetentionPolicy())
+    spec = StoragePolicySpec(
+        name="loopback",
+        endpoint_url="http://127.0.0.1:9",
+        bucket="parley-recordings",
+        access_key_id="AKIAPARLEYTEST",
+        secret_access_key="secret",
+    )
+    policy = await storage_policies.create_policy(
+        allowing, org_id=org_id, project=None, spec=spec, actor=OPERATOR
+    )
+    conversation_id = await spoken_and_ended(ctx, org_id, agent, items=1, recorded=False)
+
+    async def wav() -> bytes:
+        return b"RIFF"
+
+    refusing = dataclasses.replace(ctx, outbound_policy=AddressPolicy(allow_http=True))
+    kept = await recordings.keep(
+        refusing, org_id=org_id, conversation_id=conversation_id, render=wav, policy_id=policy.id
+    )
+    assert not kept
+    assert await waiting(ctx, org_id, conversation_id)
+    assert "PARLEY_OUTBOUND_ALLOW_PRIVATE_NETWORKS" in caplog.text

@@ -28,12 +28,13 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import replace
 from datetime import timedelta
 from typing import Final
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 from parley.clock import utcnow
 from parley.db.repos import conversations as conversation_repo
 from parley.db.repos import recording_uploads as upload_repo
 from parley.errors import ConversationNotFound, Forbidden
+from parley.outbound import resolve_host
 from parley.recordings import ObjectStore, StoredObject
 from parley.recordings.bucket import BucketSettings, BucketStore
 from parley.records import Conversation, StorageSettings
@@ -172,7 +173,42 @@ async def _placement(
     if bucket is None:
         return None
     store, prefix = bucket
-    return store, f"{prefix}{conversation_id}.wav"
+    return _CheckedBucket(ctx, store), f"{prefix}{conversation_id}.wav"
+
+
+class _CheckedBucket:
+    """A policy's bucket whose endpoint is checked against the outbound address rules before
+    each request (API.md 16: the endpoint URL follows them): a name that resolves to a
+    private address is refused unless the operator allows private networks. boto3 resolves
+    the name again when it connects; the window between the two is a DNS rebinding risk this
+    check narrows, not closes (docs/decisions.md)."""
+
+    def __init__(self, ctx: Context, store: BucketStore) -> None:
+        self._ctx, self._store = ctx, store
+
+    async def put(self, key: str, data: bytes) -> None:
+        await self._check()
+        await self._store.put(key, data)
+
+    async def delete(self, key: str) -> None:
+        await self.delete_many([key])
+
+    async def delete_many(self, keys: Sequence[str]) -> None:
+        await self._check()
+        await self._store.delete_many(keys)
+
+    async def _check(self) -> None:
+        policy = self._ctx.outbound_policy
+        url = urlsplit(self._store.settings.endpoint_url)
+        if url.hostname is None:
+            raise OSError("the bucket's endpoint names no host")
+        port = url.port or (443 if url.scheme == "https" else 80)
+        try:
+            addresses = await resolve_host(url.hostname, port)
+        except OSError as error:
+            raise OSError(f"the bucket's endpoint could not be resolved: {error}") from None
+        if (refusal := policy.address_refusal(addresses)) is not None:
+            raise OSError(refusal)
 
 
 async def _bucket(ctx: Context, org_id: str, policy_id: str) -> tuple[BucketStore, str] | None:
@@ -286,7 +322,7 @@ async def delete_objects(ctx: Context, recordings: Iterable[tuple[str, str | Non
             continue
         bucket = await _bucket(ctx, org_id, policy_id)
         if bucket is not None:
-            await bucket[0].delete_many(keys)
+            await _CheckedBucket(ctx, bucket[0]).delete_many(keys)
 
 
 def audio_url(ctx: Context, org_id: str, conversation_id: str) -> str:
