@@ -209,6 +209,12 @@ ToolNames = Annotated[
     Field(max_length=64),
     AfterValidator(_distinct_names),
 ]
+AnalysisNames = Annotated[
+    list[Annotated[Label, StringConstraints(min_length=1, max_length=100)]],
+    Field(max_length=20),
+    AfterValidator(_distinct_names),
+]
+"""An agent's `extraction_schemas` or `eval_prompts`: names in its project (API.md 16)."""
 TemplateVariables = Annotated[
     dict[str, TemplateVariableIn], Field(max_length=100), AfterValidator(_variable_names)
 ]
@@ -289,6 +295,14 @@ class AgentCreate(Input):
         default_factory=WindowedRetentionIn,
         description="What its conversations keep, and how long; default: everything, kept.",
     )
+    extraction_schemas: AnalysisNames = Field(
+        default_factory=list,
+        description="Extraction schemas of the agent's project, run after each call.",
+    )
+    eval_prompts: AnalysisNames = Field(
+        default_factory=list,
+        description="Evaluation prompts of the agent's project, run after each call.",
+    )
 
 
 class AgentUpdate(Input):
@@ -309,6 +323,8 @@ class AgentUpdate(Input):
     no_input_end_conversation_sec: EndSec | None = None
     voicemail_message: VoicemailMessage | None = None
     data_retention_policy: DataRetentionPolicyIn | None = None
+    extraction_schemas: AnalysisNames | None = None
+    eval_prompts: AnalysisNames | None = None
 
     NULLABLE: ClassVar[frozenset[str]] = frozenset(
         {
@@ -375,6 +391,8 @@ class AgentOut(BaseModel):
     no_input_end_conversation_sec: int | None
     voicemail_message: str | None
     data_retention_policy: dict[str, Any]
+    extraction_schemas: list[str]
+    eval_prompts: list[str]
     created_at: Timestamp
     updated_at: Timestamp
 
@@ -403,6 +421,8 @@ class AgentOut(BaseModel):
             no_input_end_conversation_sec=agent.no_input_end_conversation_sec,
             voicemail_message=agent.voicemail_message,
             data_retention_policy=agent.data_retention_policy.to_json(),
+            extraction_schemas=list(agent.extraction_schemas),
+            eval_prompts=list(agent.eval_prompts),
             created_at=isoformat(agent.created_at),
             updated_at=isoformat(agent.updated_at),
         )
@@ -601,6 +621,8 @@ class ConversationOut(BaseModel):
     audio_url: str | None
     """The recording, by a URL valid for an hour (API.md section 16); null until it is kept."""
     deletion_info: DeletionInfoOut
+    summary: str | None
+    """A few sentences by the language model (API.md section 16); null until written."""
     created_at: Timestamp
     items: list[ConversationItemOut]
 

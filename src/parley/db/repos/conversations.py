@@ -13,7 +13,13 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from parley.db.pagination import SelectT, decode_cursor, paginate
 from parley.db.session import StatementConnection
-from parley.db.tables import AgentRow, ConversationItemRow, ConversationRow, InstanceRow
+from parley.db.tables import (
+    AgentRow,
+    ConversationExtractionRow,
+    ConversationItemRow,
+    ConversationRow,
+    InstanceRow,
+)
 from parley.errors import ConversationExists
 from parley.ids import is_valid_conversation_id
 from parley.records import (
@@ -71,6 +77,7 @@ class ConversationState:
     retention: Mapping[str, Any] | None = None
     transcripts_due_at: datetime | None = None
     audio_due_at: datetime | None = None
+    summary: str | None = None
 
 
 COLUMNS = tuple(field.name for field in fields(ConversationState))
@@ -109,6 +116,7 @@ def to_state(row: ConversationRow) -> ConversationState:
         retention=row.retention,
         transcripts_due_at=row.transcripts_due_at,
         audio_due_at=row.audio_due_at,
+        summary=row.summary,
     )
 
 
@@ -149,6 +157,7 @@ def to_record(
         recording_key=row.recording_key,
         transcripts_deleted_at=row.transcripts_deleted_at,
         audio_deleted_at=row.audio_deleted_at,
+        summary=row.summary,
     )
 
 
@@ -512,16 +521,42 @@ async def delete_due(
         for key in changed:
             done[key].append(part)
         if part == "transcript" and changed:
-            await session.execute(
-                delete(ConversationItemRow).where(
-                    tuple_(ConversationItemRow.org_id, ConversationItemRow.conversation_id).in_(
-                        changed
-                    )
-                )
-            )
+            await _delete_transcripts(session, changed)
     return [
         (org_id, conversation_id, tuple(parts)) for (org_id, conversation_id), parts in done.items()
     ]
+
+
+async def _delete_transcripts(session: AsyncSession, keys: list[tuple[str, str]]) -> None:
+    """Delete what the conversations' words made (API.md section 16's "transcript"): the
+    items with their tool call records, the summary and the extractions."""
+    for table in (ConversationItemRow, ConversationExtractionRow):
+        await session.execute(
+            delete(table).where(tuple_(table.org_id, table.conversation_id).in_(keys))
+        )
+    await session.execute(
+        update(ConversationRow)
+        .where(tuple_(ConversationRow.org_id, ConversationRow.id).in_(keys))
+        .values(summary=None)
+        .execution_options(synchronize_session=False)
+    )
+
+
+async def set_summary(session: AsyncSession, org_id: str, conversation_id: str, text: str) -> bool:
+    """Store a conversation's summary unless its transcript has been deleted; False when it
+    was not stored (deleted, or the conversation is gone)."""
+    result = await session.execute(
+        update(ConversationRow)
+        .where(
+            ConversationRow.org_id == org_id,
+            ConversationRow.id == conversation_id,
+            ConversationRow.transcripts_deleted_at.is_(None),
+        )
+        .values(summary=text)
+        .returning(ConversationRow.id)
+        .execution_options(synchronize_session=False)
+    )
+    return result.first() is not None
 
 
 @dataclass(frozen=True, slots=True)
