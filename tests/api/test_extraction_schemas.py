@@ -6,9 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from tests.api.analysis_helpers import APPOINTMENT, create_prompt, create_schema
+from tests.api.analysis_helpers import APPOINTMENT, create_prompt, create_schema, spoken
 from tests.api.helpers import assert_error
 from tests.types import MakeAgent, Tenant
+
+from parley.services import Context
 
 pytestmark = pytest.mark.anyio
 
@@ -233,3 +235,20 @@ async def test_extraction_schema_rename_renames_it_in_agents(
     assert response.status_code == 200, response.text
     shown = (await tenant.client.get(f"/v1/agents/{agent['id']}")).json()["agent"]
     assert shown["extraction_schemas"] == ["Booking"]
+
+
+# --- without a language model --------------------------------------------------------------
+
+
+async def test_extraction_without_language_model_409_no_language_model(
+    tenant: Tenant, ctx: Context, make_agent: MakeAgent
+) -> None:
+    created = await create_schema(tenant)
+    prompt = await create_prompt(tenant)
+    agent = await make_agent(tenant)
+    conversation = await spoken(ctx, tenant.org.id, agent["name"])
+    path = f"/v1/conversations/{conversation}"
+    extracted = await tenant.client.post(f"{path}/extractions", json={"schema_id": created["id"]})
+    assert_error(extracted, 409, "no_language_model")
+    evaluated = await tenant.client.post(f"{path}/evals", json={"prompt_id": prompt["id"]})
+    assert_error(evaluated, 409, "no_language_model")
