@@ -6,6 +6,11 @@ POST /v1/chat/completions with `"stream": true` answers `text/event-stream`: one
 steer it (`reply`, `status`, `delay_s` before the first piece, `stall_s` after the first)
 and read what Parley sent (`requests`, with the Authorization header of each).
 
+A request without `"stream": true` (the work after a call: summaries, extractions,
+evaluations) gets one whole `chat.completion` whose content is the answer's text pieces
+joined, after `delay_s`; `rounds` scripts those too, one per request, and each request's
+body (its `response_format` included) is in `requests`.
+
 Tool calls (function calling, streamed as OpenAI does): `rounds` is a queue of scripted
 answers, one taken per request (text pieces, then calls, each call's arguments split over
 the chunks given, at the index given, with or without an id; `interleave` sends parallel
@@ -118,9 +123,32 @@ class _Handler(BaseHTTPRequestHandler):
             self._plain(script.status if script.status != 200 else 404, payload)
             return
         try:
-            self._stream(script, body)
+            if body.get("stream"):
+                self._stream(script, body)
+            else:
+                self._whole(script, body)
         except (BrokenPipeError, ConnectionResetError):
             return  # the client gave up (a timeout test)
+
+    def _whole(self, script: Script, body: dict[str, Any]) -> None:
+        """One `chat.completion`, not streamed: the answer's text in one message."""
+        time.sleep(script.delay_s)
+        answer = script.answer(body)
+        completion = {
+            "id": "chatcmpl-test",
+            "object": "chat.completion",
+            "created": 1_700_000_000,
+            "model": body.get("model", ""),
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": "".join(answer.text)},
+                    "finish_reason": "stop",
+                }
+            ],
+            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+        }
+        self._plain(200, json.dumps(completion))
 
     def _stream(self, script: Script, body: dict[str, Any]) -> None:
         time.sleep(script.delay_s)
@@ -162,6 +190,11 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
+
+
+def json_round(value: Any) -> Round:
+    """A scripted whole answer whose text is `value` as JSON (a string is sent as it is)."""
+    return Round(text=[value if isinstance(value, str) else json.dumps(value)])
 
 
 def _call_deltas(answer: Round) -> list[dict[str, Any]]:

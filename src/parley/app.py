@@ -21,10 +21,12 @@ from parley.api.middleware import AccessLogMiddleware, BodyLimitMiddleware
 from parley.api.openapi import build_openapi
 from parley.api.routes import (
     agents,
+    analysis,
     api_keys,
     audit_events,
     auth_jwt,
     conversations,
+    extraction_schemas,
     health,
     projects,
     session_tokens,
@@ -148,10 +150,12 @@ def create_app(
         voices.router,
         tools.router,
         storage_policies.router,
+        extraction_schemas.router,
         webhooks.router,
         auth_jwt.router,
         session_tokens.router,
         conversations.router,
+        analysis.router,
         telephony.router,
         telephony_ws.router,
     )

@@ -8,6 +8,7 @@
      │    ├── MultipleCredentials
      │    ├── JwksUnreachable
      │    ├── UnknownTool, UndeclaredTemplateVariable, MissingTemplateVariable
+     │    ├── UnknownExtractionSchema, UnknownEvalPrompt (an agent's lists, API.md 16)
      ├── Unauthorized .............. no usable credential
      │    └── InvalidToken, InvalidSignature, InvalidAudience, TokenExpired,
      │        TokenNotYetValid (parley.jwt.errors)
@@ -19,15 +20,17 @@
      │    └── AgentNotFound, ProjectNotFound, ApiKeyNotFound, ConversationNotFound
      │        (ConversationNotStarted), SessionTokenNotFound, ToolNotFound,
      │        TelephonyNotConfigured
-     │        WebhookNotFound, DeliveryNotFound, StoragePolicyNotFound
+     │        WebhookNotFound, DeliveryNotFound, StoragePolicyNotFound,
+     │        ExtractionSchemaNotFound, EvalPromptNotFound
      ├── Conflict .................. the request clashes with stored state
      │    └── NameTaken, AgentDisabled, PhoneNumberTaken, ProjectNotEmpty, ProjectProtected,
      │        ConversationExists, ConversationEnded, IssuerTaken, JtiReplayed, ToolInUse,
-     │        AccountTaken, StoragePolicyInUse
+     │        AccountTaken, StoragePolicyInUse, SchemaInUse, NoLanguageModel, NoTranscript
      ├── PayloadTooLarge
      ├── RateLimited ............... carries retry_after (seconds)
      ├── UpstreamError ............. a service called on the caller's behalf refused or failed
-     │    └── CarrierError ........... the carrier's REST API (API.md section 15)
+     │    ├── CarrierError ........... the carrier's REST API (API.md section 15)
+     │    └── ExtractionFailed ....... the language model's answer, twice unusable (API.md 16)
      └── Unavailable ............... a dependency is down; fails closed (Retry-After 2 s)
           └── JwksUnavailable
 
@@ -114,6 +117,20 @@ class MissingTemplateVariable(InvalidRequest):
 
     code = "missing_template_variable"
     message = "A template variable has neither a value nor a default."
+
+
+class UnknownExtractionSchema(InvalidRequest):
+    """An agent's `extraction_schemas` names no extraction schema of its project."""
+
+    code = "unknown_extraction_schema"
+    message = "Unknown extraction schema."
+
+
+class UnknownEvalPrompt(InvalidRequest):
+    """An agent's `eval_prompts` names no evaluation prompt of its project."""
+
+    code = "unknown_eval_prompt"
+    message = "Unknown evaluation prompt."
 
 
 class NotSupported(InvalidRequest):
@@ -231,6 +248,16 @@ class StoragePolicyNotFound(NotFound):
     message = "External storage policy not found."
 
 
+class ExtractionSchemaNotFound(NotFound):
+    code = "extraction_schema_not_found"
+    message = "Extraction schema not found."
+
+
+class EvalPromptNotFound(NotFound):
+    code = "eval_prompt_not_found"
+    message = "Evaluation prompt not found."
+
+
 class OrganizationNotFound(NotFound):
     code = "organization_not_found"
     message = "Organization not found."
@@ -306,6 +333,28 @@ class StoragePolicyInUse(Conflict):
     message = "An agent names this external storage policy: change the agent first."
 
 
+class SchemaInUse(Conflict):
+    code = "schema_in_use"
+    message = "An agent lists this extraction schema: remove it from the agent first."
+
+
+class NoLanguageModel(Conflict):
+    """Summaries, extractions and evaluations need the language model (PARLEY_LLM_*)."""
+
+    code = "no_language_model"
+    message = "No language model is configured on this server (PARLEY_LLM_BASE_URL)."
+
+
+class NoTranscript(Conflict):
+    """An extraction or evaluation of a conversation whose words are not kept."""
+
+    code = "no_transcript"
+    message = (
+        "The conversation keeps no transcript (deleted, or zero data retention): there is "
+        "nothing to read."
+    )
+
+
 class AccountTaken(Conflict):
     code = "account_taken"
     message = "The carrier account is set by another organization."
@@ -362,6 +411,13 @@ class CarrierError(UpstreamError):
         super().__init__(message)
         self.status = status
         self.carrier_code = carrier_code
+
+
+class ExtractionFailed(UpstreamError):
+    """The language model's answer did not fit the schema, twice (API.md section 16)."""
+
+    code = "extraction_failed"
+    message = "The language model's answer did not fit the extraction schema, twice."
 
 
 class Unavailable(ParleyError):

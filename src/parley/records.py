@@ -122,6 +122,10 @@ class Agent:
     None: the server's recordings directory."""
     external_storage_policy_id: str | None = None
     """That policy's ID: what the agent stores, so a renamed policy stays the agent's."""
+    extraction_schemas: tuple[str, ...] = ()
+    """Names of its project's extraction schemas, run after each of its calls (API.md 16)."""
+    eval_prompts: tuple[str, ...] = ()
+    """Names of its project's evaluation prompts, run after each of its calls (API.md 16)."""
 
     @property
     def is_disabled(self) -> bool:
@@ -177,6 +181,8 @@ class AgentSpec:
     data_retention_policy: RetentionPolicy = KEEP_EVERYTHING
     external_storage_policy: str | None = None
     """A policy of the agent's project, by name (None: none)."""
+    extraction_schemas: tuple[str, ...] = ()
+    eval_prompts: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,6 +205,8 @@ class AgentPatch:
     voicemail_message: str | Unset | None = UNSET
     data_retention_policy: RetentionPolicy | Unset = UNSET
     external_storage_policy: str | Unset | None = UNSET
+    extraction_schemas: tuple[str, ...] | Unset = UNSET
+    eval_prompts: tuple[str, ...] | Unset = UNSET
 
 
 @dataclass(frozen=True, slots=True)
@@ -271,6 +279,8 @@ class Conversation:
     conversation for a client, never stored."""
     transcripts_deleted_at: datetime | None = None
     audio_deleted_at: datetime | None = None
+    summary: str | None = None
+    """A few sentences by the language model (API.md section 16); None until written."""
 
     @property
     def duration_ms(self) -> int | None:
@@ -751,3 +761,95 @@ class DueDelivery:
     secret_sealed: str
     previous_secret_sealed: str | None
     previous_secret_expires_at: datetime | None
+
+
+# --- after the call (API.md section 16) ---------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ExtractionField:
+    """One field of an extraction schema: its name, `string`, `int`, `float` or `bool`, and
+    what it means (None: the name says it)."""
+
+    name: str
+    type: str
+    description: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ExtractionSchemaSpec:
+    """The fields of a new extraction schema."""
+
+    name: str
+    prompt: str
+    fields: tuple[ExtractionField, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ExtractionSchemaPatch:
+    """A partial update of an extraction schema: UNSET fields stay as they are."""
+
+    name: str | Unset = UNSET
+    prompt: str | Unset = UNSET
+    fields: tuple[ExtractionField, ...] | Unset = UNSET
+
+
+@dataclass(frozen=True, slots=True)
+class ExtractionSchema:
+    id: str
+    org_id: str
+    project: ProjectRef
+    name: str
+    prompt: str
+    fields: tuple[ExtractionField, ...]
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Extraction:
+    """What the model extracted from a conversation with a schema: a value (or None, not
+    given) per field."""
+
+    id: str
+    conversation_id: str
+    schema_id: str
+    schema_name: str
+    """The schema's name when the extraction was made."""
+    result: Mapping[str, Any]
+    created_at: datetime
+    schema_deleted: bool = False
+    """Whether the schema has been deleted since (the official SDK's `isDeleted`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class EvalPrompt:
+    """What a project's conversations are judged against."""
+
+    id: str
+    org_id: str
+    project: ProjectRef
+    name: str
+    prompt: str
+    created_at: datetime
+
+
+class EvaluationResult(StrEnum):
+    """The verdict of an evaluation; `error` when the model gave no usable one."""
+
+    SUCCESSFUL = "successful"
+    UNSUCCESSFUL = "unsuccessful"
+    UNDECIDED = "undecided"
+    ERROR = "error"
+
+
+@dataclass(frozen=True, slots=True)
+class Evaluation:
+    id: str
+    conversation_id: str
+    prompt_id: str
+    prompt_name: str
+    """The prompt's name when the evaluation was made."""
+    result: str
+    """An EvaluationResult's value."""
+    created_at: datetime

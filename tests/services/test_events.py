@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from parley.api.analysis_schemas import EvaluationOut, ExtractionOut
 from parley.api.convert import conversation_out
 from parley.api.schemas import AgentOut
 from parley.records import (
@@ -22,6 +23,8 @@ from parley.records import (
     CallInfo,
     Conversation,
     ConversationItem,
+    Evaluation,
+    Extraction,
     Outcome,
     ProjectRef,
     TemplateVariable,
@@ -29,7 +32,12 @@ from parley.records import (
 )
 from parley.services import Context, agents, conversations, endings, instances
 from parley.services.context import Instance
-from parley.services.event_payloads import agent_json, conversation_json
+from parley.services.event_payloads import (
+    agent_json,
+    conversation_json,
+    evaluation_json,
+    extraction_json,
+)
 from parley.services.webhook_delivery import claim
 from tests.factories import make_agent, make_org
 from tests.services.webhook_helpers import local_context, make_webhook
@@ -202,6 +210,8 @@ def test_event_payloads_match_the_api_schemas() -> None:
         tools=("lookup",),
         template_variables={"name": TemplateVariable(default_value="you")},
         boosted_keywords=("Parley",),
+        extraction_schemas=("Appointment details",),
+        eval_prompts=("polite",),
     )
     assert agent_json(agent) == AgentOut.of(agent).model_dump(mode="json")
     call = ToolCall(
@@ -234,7 +244,36 @@ def test_event_payloads_match_the_api_schemas() -> None:
             ),
             template_variables={"name": "Ann"},
             call_info=call_info,
+            summary="Ann said hi.",
         )
         assert conversation_json(conversation) == conversation_out(conversation).model_dump(
             mode="json"
         )
+
+
+@pytest.mark.parametrize("schema_deleted", [False, True])
+def test_event_payloads_of_the_work_after_a_call_match_the_api_schemas(
+    schema_deleted: bool,
+) -> None:
+    now = datetime(2026, 12, 10, 12, 0, 0, 123456, tzinfo=UTC)
+    extraction = Extraction(
+        id="extr_" + "1" * 32,
+        conversation_id="conv_1",
+        schema_id="schema_" + "1" * 32,
+        schema_name="Appointment details",
+        result={"Date": None, "Guests": 4, "Copay": 1.5, "ok": True},
+        created_at=now,
+        schema_deleted=schema_deleted,
+    )
+    evaluation = Evaluation(
+        id="eval_" + "1" * 32,
+        conversation_id="conv_1",
+        prompt_id="evalp_" + "1" * 32,
+        prompt_name="polite",
+        result="undecided",
+        created_at=now,
+    )
+    assert extraction_json(extraction) == ExtractionOut.of(extraction).model_dump(
+        mode="json", by_alias=True
+    )
+    assert evaluation_json(evaluation) == EvaluationOut.of(evaluation).model_dump(mode="json")

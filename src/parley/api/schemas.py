@@ -210,6 +210,12 @@ ToolNames = Annotated[
     Field(max_length=64),
     AfterValidator(_distinct_names),
 ]
+AnalysisNames = Annotated[
+    list[Annotated[Label, StringConstraints(min_length=1, max_length=100)]],
+    Field(max_length=20),
+    AfterValidator(_distinct_names),
+]
+"""An agent's `extraction_schemas` or `eval_prompts`: names in its project (API.md 16)."""
 TemplateVariables = Annotated[
     dict[str, TemplateVariableIn], Field(max_length=100), AfterValidator(_variable_names)
 ]
@@ -294,6 +300,14 @@ class AgentCreate(Input):
         default=None,
         description="An external storage policy of the agent's project, by name; null: none.",
     )
+    extraction_schemas: AnalysisNames = Field(
+        default_factory=list,
+        description="Extraction schemas of the agent's project, run after each call.",
+    )
+    eval_prompts: AnalysisNames = Field(
+        default_factory=list,
+        description="Evaluation prompts of the agent's project, run after each call.",
+    )
 
 
 class AgentUpdate(Input):
@@ -315,6 +329,8 @@ class AgentUpdate(Input):
     voicemail_message: VoicemailMessage | None = None
     data_retention_policy: DataRetentionPolicyIn | None = None
     external_storage_policy: StoragePolicyName | None = None
+    extraction_schemas: AnalysisNames | None = None
+    eval_prompts: AnalysisNames | None = None
 
     NULLABLE: ClassVar[frozenset[str]] = frozenset(
         {
@@ -383,6 +399,8 @@ class AgentOut(BaseModel):
     voicemail_message: str | None
     data_retention_policy: dict[str, Any]
     external_storage_policy: str | None
+    extraction_schemas: list[str]
+    eval_prompts: list[str]
     created_at: Timestamp
     updated_at: Timestamp
 
@@ -412,6 +430,8 @@ class AgentOut(BaseModel):
             voicemail_message=agent.voicemail_message,
             data_retention_policy=agent.data_retention_policy.to_json(),
             external_storage_policy=agent.external_storage_policy,
+            extraction_schemas=list(agent.extraction_schemas),
+            eval_prompts=list(agent.eval_prompts),
             created_at=isoformat(agent.created_at),
             updated_at=isoformat(agent.updated_at),
         )
@@ -610,6 +630,8 @@ class ConversationOut(BaseModel):
     audio_url: str | None
     """The recording, by a URL valid for an hour (API.md section 16); null until it is kept."""
     deletion_info: DeletionInfoOut
+    summary: str | None
+    """A few sentences by the language model (API.md section 16); null until written."""
     created_at: Timestamp
     items: list[ConversationItemOut]
 

@@ -41,6 +41,7 @@ def webhook_sender(
 ) -> None:
     """Send this instance's webhooks (started by `parley serve`; not for direct use)."""
     import asyncio
+    import dataclasses
 
     from parley.cli.allocator import limit_malloc_arenas
     from parley.cli.serve import SERVER_GC_THRESHOLD, configure_logging
@@ -68,7 +69,9 @@ def webhook_sender(
 
         loop.add_reader(parent, on_parent_readable)
         await run_sender(
-            runtime_options(settings),
+            # The sender asks no language model (the work after a call is the server's):
+            # it loads no engine.
+            dataclasses.replace(runtime_options(settings), language_model=None),
             SenderAddress(socket=socket, claimer=name),
             clock=SystemClock(),
             retry_schedule=settings.retry_schedule,

@@ -105,6 +105,18 @@ async def open_context(options: RuntimeOptions, *, clock: Clock) -> AsyncIterato
             replay_guard=stores.replay_guard,
             default_audience=options.default_audience,
         )
+        language_model = None
+        if options.language_model is not None:
+            # The engine loads only where a language model is set (composition/options.py).
+            from parley.engine import ChatCompletions
+
+            language_model = ChatCompletions(
+                base_url=options.language_model.base_url,
+                api_key=options.language_model.api_key,
+                model=options.language_model.model,
+                timeout_s=options.language_model.timeout_s,
+            )
+            stack.push_async_callback(language_model.aclose)
         read_model = ReadModel(stores.changes)
         read_model.attach(database)  # its commits are announced from the start
         stack.push_async_callback(read_model.aclose)  # before the Redis client closes
@@ -135,6 +147,7 @@ async def open_context(options: RuntimeOptions, *, clock: Clock) -> AsyncIterato
             ),
             read_model=read_model,
             recordings=DirectoryStore(options.recordings_dir) if options.recordings_dir else None,
+            language_model=language_model,
             public_url=options.public_url,
         )
 

@@ -22,6 +22,18 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True, slots=True)
+class LanguageModelOptions:
+    """The language model the work after a call asks (PARLEY_LLM_*)."""
+
+    base_url: str
+    model: str
+    api_key: str = field(default="", repr=False)
+    timeout_s: float = 30.0
+    """For a whole answer: three times PARLEY_LLM_TIMEOUT_SECONDS, which bounds a reply's
+    first token."""
+
+
+@dataclass(frozen=True, slots=True)
 class RuntimeOptions:
     """The plain values the services need from the configuration."""
 
@@ -54,6 +66,8 @@ class RuntimeOptions:
     recordings_dir: Path | None = None
     """Where recordings are kept (PARLEY_RECORDINGS_DIR, or beside the SQLite file); None:
     on no directory (PostgreSQL without the setting)."""
+    language_model: LanguageModelOptions | None = None
+    """The language model of summaries, extractions and evaluations; None: none set."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +104,25 @@ def runtime_options(settings: Settings) -> RuntimeOptions:
         conversation_lease_seconds=settings.conversation_lease_seconds,
         secret_key=settings.secret_key.get_secret_value() if settings.secret_key else None,
         recordings_dir=settings.recordings_dir or default_recordings_dir(settings.database_url),
+        language_model=language_model_options(settings),
+    )
+
+
+WHOLE_ANSWER_FACTOR = 3
+"""A whole answer may take this many times PARLEY_LLM_TIMEOUT_SECONDS (a reply's first
+token): an extraction reads the whole conversation and writes every field."""
+
+
+def language_model_options(settings: Settings) -> LanguageModelOptions | None:
+    """The language model of the work after a call, when PARLEY_LLM_BASE_URL is set."""
+    if settings.llm_base_url is None or settings.llm_model is None:
+        return None
+    key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else ""
+    return LanguageModelOptions(
+        base_url=settings.llm_base_url,
+        model=settings.llm_model,
+        api_key=key,
+        timeout_s=settings.llm_timeout_seconds * WHOLE_ANSWER_FACTOR,
     )
 
 

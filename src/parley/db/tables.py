@@ -114,6 +114,10 @@ class AgentRow(Base):
     """Spoken to an answering machine on an outbound call (API.md section 15)."""
     data_retention_policy: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     """`RetentionPolicy.to_json()` (API.md section 16); None: everything kept."""
+    extraction_schemas: Mapped[list[str]] = mapped_column(JSON, server_default="[]")
+    """Names of extraction schemas of the agent's project, run after each call (API.md 16)."""
+    eval_prompts: Mapped[list[str]] = mapped_column(JSON, server_default="[]")
+    """Names of evaluation prompts of the agent's project, run after each call (API.md 16)."""
     external_storage_policy_id: Mapped[str | None] = mapped_column(String(40), index=True)
     """The external storage policy its recordings go to (API.md section 16), by ID: a
     renamed policy stays the agent's. No foreign key (a plain ADD COLUMN on SQLite): the
@@ -293,6 +297,8 @@ class ConversationRow(Base):
     transcripts_due_at: Mapped[datetime | None] = mapped_column()
     """When the transcript is to be deleted (set when it ends, by its policy)."""
     audio_due_at: Mapped[datetime | None] = mapped_column()
+    summary: Mapped[str | None] = mapped_column(Text)
+    """A few sentences by the language model (API.md section 16); None until written."""
 
     __table_args__ = (
         Index("ix_conversations_org_id_created_at", "org_id", "created_at"),
@@ -567,6 +573,101 @@ class JobRow(Base):
     name: Mapped[str] = mapped_column(String(64), primary_key=True)
     holder: Mapped[str | None] = mapped_column(String(128))
     lease_until: Mapped[datetime | None] = mapped_column()
+
+
+class ExtractionSchemaRow(Base):
+    """What to extract from a project's conversations (API.md section 16): a prompt and the
+    typed fields of the answer."""
+
+    __tablename__ = "extraction_schemas"
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    org_id: Mapped[str] = mapped_column(ForeignKey("organizations.id", ondelete="CASCADE"))
+    project_id: Mapped[str] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
+    name: Mapped[str] = mapped_column(String(100))
+    prompt: Mapped[str] = mapped_column(Text)
+    fields: Mapped[list[dict[str, Any]]] = mapped_column(JSON)
+    """`[{"name", "type", "description"}]`, in order."""
+    created_at: Mapped[datetime] = mapped_column()
+    updated_at: Mapped[datetime] = mapped_column()
+
+    __table_args__ = (
+        UniqueConstraint("project_id", "name", name="uq_extraction_schemas_project_id_name"),
+        Index("ix_extraction_schemas_org_id_created_at", "org_id", "created_at"),
+    )
+
+
+class ConversationExtractionRow(Base):
+    """One extraction's result. No foreign key to its schema: the result outlives it, and
+    keeps the schema's ID and name as they were."""
+
+    __tablename__ = "conversation_extractions"
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    org_id: Mapped[str] = mapped_column(String(40))
+    conversation_id: Mapped[str] = mapped_column(String(128))
+    schema_id: Mapped[str] = mapped_column(String(40))
+    schema_name: Mapped[str] = mapped_column(String(100))
+    result: Mapped[dict[str, Any]] = mapped_column(JSON)
+    created_at: Mapped[datetime] = mapped_column()
+
+    __table_args__ = (
+        ForeignKeyConstraint(
+            ["org_id", "conversation_id"],
+            ["conversations.org_id", "conversations.id"],
+            ondelete="CASCADE",
+            name="fk_conversation_extractions_conversation",
+        ),
+        Index(
+            "ix_conversation_extractions_conversation", "org_id", "conversation_id", "created_at"
+        ),
+    )
+
+
+class EvalPromptRow(Base):
+    """What a project's conversations are judged against (API.md section 16)."""
+
+    __tablename__ = "conversation_eval_prompts"
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    org_id: Mapped[str] = mapped_column(ForeignKey("organizations.id", ondelete="CASCADE"))
+    project_id: Mapped[str] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
+    name: Mapped[str] = mapped_column(String(100))
+    prompt: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column()
+
+    __table_args__ = (
+        UniqueConstraint("project_id", "name", name="uq_conversation_eval_prompts_project_id_name"),
+        Index("ix_conversation_eval_prompts_org_id_created_at", "org_id", "created_at"),
+    )
+
+
+class ConversationEvaluationRow(Base):
+    """One evaluation's verdict; keeps its prompt's ID and name as they were."""
+
+    __tablename__ = "conversation_evaluations"
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    org_id: Mapped[str] = mapped_column(String(40))
+    conversation_id: Mapped[str] = mapped_column(String(128))
+    prompt_id: Mapped[str] = mapped_column(String(40))
+    prompt_name: Mapped[str] = mapped_column(String(100))
+    result: Mapped[str] = mapped_column(String(16))
+    """successful, unsuccessful, undecided or error."""
+    created_at: Mapped[datetime] = mapped_column()
+
+    __table_args__ = (
+        ForeignKeyConstraint(
+            ["org_id", "conversation_id"],
+            ["conversations.org_id", "conversations.id"],
+            ondelete="CASCADE",
+            name="fk_conversation_evaluations_conversation",
+        ),
+        Index(
+            "ix_conversation_evaluations_conversation", "org_id", "conversation_id", "created_at"
+        ),
+        Index("ix_conversation_evaluations_prompt_id", "prompt_id"),
+    )
 
 
 class RecordingUploadRow(Base):

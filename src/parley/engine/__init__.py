@@ -47,6 +47,7 @@ from parley.engine.errors import (
     AudioChunkTooLong,
     EngineClosed,
     InvalidAudioChunk,
+    LanguageModelRefused,
     RecognizerOverloaded,
     RecognizerUnavailable,
     ReplyModelFailed,
@@ -58,7 +59,7 @@ from parley.engine.errors import (
 from parley.engine.factory import DefaultEngineFactory, build_engine_factory
 from parley.engine.options import EngineOptions, LlmOptions
 from parley.engine.recognizers import PlaceholderRecognizer, WhisperRecognizer, check_model_dir
-from parley.engine.replies import ChatCompletionReplies, RuleBasedReplies
+from parley.engine.replies import ChatCompletionReplies, ChatCompletions, RuleBasedReplies
 from parley.engine.semantic import SemanticParams, SmartTurn, installed_turn_model
 from parley.engine.synthesizers import EspeakSynthesizer, HibariSynthesizer, load_synthesizer
 from parley.engine.tools import (
@@ -100,6 +101,7 @@ __all__ = [
     "AudioChunkTooLong",
     "AudioFormat",
     "ChatCompletionReplies",
+    "ChatCompletions",
     "ConversationEngine",
     "DefaultEngine",
     "DefaultEngineFactory",
@@ -118,6 +120,7 @@ __all__ = [
     "InterruptedResponse",
     "InvalidAudioChunk",
     "KeypadPressed",
+    "LanguageModelRefused",
     "LlmOptions",
     "NoTools",
     "PlaceholderRecognizer",

@@ -8,6 +8,8 @@
      │         └── AudioChunkMisaligned . 16-bit PCM with an odd number of bytes
      ├── Conflict
      │    └── EngineClosed .............. input after the engine was closed
+     ├── UpstreamError
+     │    └── LanguageModelRefused ...... the language model answered a request with an error
      ├── RateLimited
      │    ├── TooManyPendingResponses ... say / generate_reply queued faster than spoken
      │    └── RecognizerOverloaded ...... more turns waiting for the recognizer than it queues
@@ -23,7 +25,7 @@ the socket open (API.md section 8).
 
 from __future__ import annotations
 
-from parley.errors import Conflict, InvalidRequest, RateLimited, Unavailable
+from parley.errors import Conflict, InvalidRequest, RateLimited, Unavailable, UpstreamError
 
 
 class UnknownAudioFormat(InvalidRequest):
@@ -79,3 +81,12 @@ class ReplyModelFailed(Unavailable):
 class TurnModelUnavailable(Unavailable):
     code = "turn_model_unavailable"
     message = "The end-of-turn model is not available."
+
+
+class LanguageModelRefused(UpstreamError):
+    """The language model answered a whole-answer request (replies/completions.py) with a
+    client error (4xx other than 408 and 429): a request it will not take, such as a
+    `response_format` it does not know. A server error or no answer is Unavailable."""
+
+    code = "language_model_refused"
+    message = "The language model refused the request."

@@ -8,7 +8,9 @@ Rules:
    update can land after a disable has answered.
 5. A phone number belongs to at most one agent.
 6. `tools` names tools of the agent's own project or built-ins (400 `unknown_tool`); the
-   named tools' rows are locked, so none is deleted while the agent is being saved.
+   named tools' rows are locked, so none is deleted while the agent is being saved. So
+   do `extraction_schemas` (400 `unknown_extraction_schema`) and `eval_prompts` (400
+   `unknown_eval_prompt`), with the project's extraction schemas and evaluation prompts.
 7. `system_prompt` and `welcome_message` use only the `{{name}}` placeholders the agent
    declares in `template_variables` (400 `undeclared_template_variable`); a PATCH is checked
    as the agent it makes.
@@ -47,7 +49,9 @@ from parley.ids import looks_like_id, new_id
 from parley.records import Actor, Agent, AgentPatch, AgentSpec, Page, TemplateVariable, Unset
 from parley.services import audit, events, templates
 from parley.services.context import Context
+from parley.services.eval_prompts import check_eval_prompt_names
 from parley.services.event_payloads import agent_json
+from parley.services.extraction_schemas import check_schema_names
 from parley.services.orgs import MAIN_PROJECT
 from parley.services.paging import page_of
 from parley.services.silence import DEFAULT_POKE_TEXT, check_silence
@@ -94,6 +98,8 @@ async def create_agent(
         await check_tool_names(session, in_project.id, spec.tools)
         named = spec.external_storage_policy
         storage = await policy_for_agent(session, in_project.id, named) if named else None
+        await check_schema_names(session, in_project.id, spec.extraction_schemas)
+        await check_eval_prompt_names(session, in_project.id, spec.eval_prompts)
         agent = await agent_repo.insert(
             session,
             agent_id=new_id("agent"),
@@ -386,6 +392,10 @@ async def _check_merged(session: Session, agent: AgentState, patch: AgentPatch) 
         )
     if not isinstance(patch.tools, Unset):
         await check_tool_names(session, agent.project_id, patch.tools)
+    if not isinstance(patch.extraction_schemas, Unset):
+        await check_schema_names(session, agent.project_id, patch.extraction_schemas)
+    if not isinstance(patch.eval_prompts, Unset):
+        await check_eval_prompt_names(session, agent.project_id, patch.eval_prompts)
 
 
 async def _storage_policy_id(

@@ -9,8 +9,9 @@ no use case and no adapter.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from parley.clock import Clock
 from parley.db.database import Database
@@ -62,6 +63,22 @@ class KeySets(Protocol):
 
     def invalidate(self, org_id: str) -> None:
         """Drop this instance's copy of an organization's keys."""
+        ...
+
+
+class LanguageModel(Protocol):
+    """The configured language model (PARLEY_LLM_*), asked for one whole answer: the work
+    after a call (API.md section 16). `engine.ChatCompletions` is the implementation."""
+
+    async def complete(
+        self,
+        messages: Sequence[Mapping[str, str]],
+        *,
+        response_format: Mapping[str, Any] | None = None,
+        max_tokens: int | None = None,
+    ) -> str:
+        """Return the text of the answer; raise Unavailable when the model cannot be reached
+        or does not answer in time, an UpstreamError when it refuses the request."""
         ...
 
 
@@ -132,6 +149,9 @@ class Context(DatabaseContext):
     recordings: RecordingStore | None = None
     """Where recordings are kept (API.md section 16): PARLEY_RECORDINGS_DIR's directory;
     None where there is none (PostgreSQL without the setting)."""
+    language_model: LanguageModel | None = None
+    """The language model for summaries, extractions and evaluations (API.md section 16);
+    None when PARLEY_LLM_BASE_URL is not set."""
     public_url: str = DEFAULT_PUBLIC_URL
     """The service's public URL (PARLEY_PUBLIC_URL, no trailing slash): carriers call it and
     sign their webhooks over it, whatever Host header a proxy passes on (API.md 13)."""

@@ -10,7 +10,15 @@ from __future__ import annotations
 from typing import Any
 
 from parley.clock import isoformat, isoformat_or_none
-from parley.records import Agent, AgentRef, CallInfo, Conversation, ToolCall
+from parley.records import (
+    Agent,
+    AgentRef,
+    CallInfo,
+    Conversation,
+    Evaluation,
+    Extraction,
+    ToolCall,
+)
 
 JsonObject = dict[str, Any]
 
@@ -41,6 +49,8 @@ def agent_json(agent: Agent) -> JsonObject:
         "voicemail_message": agent.voicemail_message,
         "data_retention_policy": agent.data_retention_policy.to_json(),
         "external_storage_policy": agent.external_storage_policy,
+        "extraction_schemas": list(agent.extraction_schemas),
+        "eval_prompts": list(agent.eval_prompts),
         "created_at": isoformat(agent.created_at),
         "updated_at": isoformat(agent.updated_at),
     }
@@ -71,6 +81,7 @@ def conversation_json(conversation: Conversation) -> JsonObject:
             "transcripts_deleted_at": isoformat_or_none(conversation.transcripts_deleted_at),
             "audio_recordings_deleted_at": isoformat_or_none(conversation.audio_deleted_at),
         },
+        "summary": conversation.summary,
         "created_at": isoformat(conversation.created_at),
         "items": [
             {
@@ -113,6 +124,47 @@ def transferred_event_data(
         else {"agent": {"id": agent.id, "name": agent.name}}
     )
     return {"conversation": conversation_json(conversation), "transferred_to": to}
+
+
+def extraction_json(extraction: Extraction) -> JsonObject:
+    """An extraction as `GET /v1/conversations/{id}/extractions` lists it (the official SDK's
+    `ConversationExtraction`: the schema with its `isDeleted`)."""
+    return {
+        "id": extraction.id,
+        "schema": {
+            "id": extraction.schema_id,
+            "name": extraction.schema_name,
+            "isDeleted": extraction.schema_deleted,
+        },
+        "result": dict(extraction.result),
+        "created_at": isoformat(extraction.created_at),
+    }
+
+
+def evaluation_json(evaluation: Evaluation) -> JsonObject:
+    """An evaluation as `GET /v1/conversations/{id}/evals` lists it (the official SDK's
+    `ConversationEvaluationResult`, with `ConversationEval`'s `conversation_id`)."""
+    return {
+        "id": evaluation.id,
+        "conversation_id": evaluation.conversation_id,
+        "result": evaluation.result,
+        "prompt": {"id": evaluation.prompt_id, "name": evaluation.prompt_name},
+        "created_at": isoformat(evaluation.created_at),
+    }
+
+
+def analysis_event_data(
+    conversation: Conversation,
+    extractions: list[JsonObject] | tuple[JsonObject, ...],
+    evaluations: list[JsonObject] | tuple[JsonObject, ...],
+) -> JsonObject:
+    """`data` of conversation.analysis (API.md section 16): the conversation (its `summary`
+    and `audio_url` as they stand), and what the work after the call extracted and judged."""
+    return {
+        "conversation": conversation_json(conversation),
+        "extractions": list(extractions),
+        "evaluations": list(evaluations),
+    }
 
 
 def _tool_call_json(call: ToolCall) -> JsonObject:

@@ -87,6 +87,8 @@ async def create_agent(
         voicemail_message=body.voicemail_message,
         data_retention_policy=retention_policy(body.data_retention_policy),
         external_storage_policy=body.external_storage_policy,
+        extraction_schemas=tuple(body.extraction_schemas),
+        eval_prompts=tuple(body.eval_prompts),
     )
     agent = await agents.create_agent(
         ctx,
@@ -132,11 +134,15 @@ async def update_agent(
         "boosted_keywords",
         "template_variables",
         "data_retention_policy",
+        "extraction_schemas",
+        "eval_prompts",
     }
     patch = AgentPatch(
         **{name: getattr(body, name) for name in sent - lists},
         phone_numbers=_tuple_or_unset(body.phone_numbers),
         tools=_tuple_or_unset(body.tools),
+        extraction_schemas=_tuple_or_unset(body.extraction_schemas),
+        eval_prompts=_tuple_or_unset(body.eval_prompts),
         boosted_keywords=_tuple_or_unset(body.boosted_keywords),
         template_variables=(
             _defaults(body.template_variables) if body.template_variables is not None else UNSET

@@ -91,6 +91,8 @@ def to_record(
         data_retention_policy=RetentionPolicy.from_json(row.data_retention_policy),
         external_storage_policy=storage_policy_name,
         external_storage_policy_id=row.external_storage_policy_id,
+        extraction_schemas=tuple(row.extraction_schemas or ()),
+        eval_prompts=tuple(row.eval_prompts or ()),
     )
 
 
@@ -221,6 +223,8 @@ async def insert(
         voicemail_message=spec.voicemail_message,
         data_retention_policy=spec.data_retention_policy.to_json(),
         external_storage_policy_id=storage_policy.id if storage_policy else None,
+        extraction_schemas=list(spec.extraction_schemas),
+        eval_prompts=list(spec.eval_prompts),
         disabled_at=None,
         created_at=now,
         updated_at=now,
@@ -269,8 +273,9 @@ async def apply_patch(
         changes["external_storage_policy_id"] = storage_policy_id
     if not isinstance(patch.data_retention_policy, Unset):
         changes["data_retention_policy"] = patch.data_retention_policy.to_json()
-    if not isinstance(patch.tools, Unset):
-        changes["tools"] = list(patch.tools)
+    for listed in ("tools", "extraction_schemas", "eval_prompts"):
+        if not isinstance(names := getattr(patch, listed), Unset):
+            changes[listed] = list(names)
     if not isinstance(patch.boosted_keywords, Unset):
         changes["boosted_keywords"] = list(patch.boosted_keywords)
     if not isinstance(patch.template_variables, Unset):
@@ -331,28 +336,55 @@ async def _set(session: AsyncSession, agent_id: str, **values: object) -> None:
 
 
 async def listing_tool(session: AsyncSession, project_id: str, tool_name: str) -> list[str]:
-    """Return the names of the project's agents whose `tools` list `tool_name`.
-
-    The lists are short JSON arrays: they are read and searched here, the same way on every
-    database.
-    """
-    rows = await session.execute(
-        select(AgentRow.name, AgentRow.tools).where(AgentRow.project_id == project_id)
-    )
-    return sorted(name for name, tools in rows if tool_name in (tools or ()))
+    """Return the names of the project's agents whose `tools` list `tool_name`."""
+    return await _listing(session, project_id, "tools", tool_name)
 
 
 async def rename_tool(
     session: AsyncSession, project_id: str, old: str, new: str, *, now: datetime
 ) -> None:
     """Follow a tool's new name in the `tools` of the project's agents that list it."""
+    await _rename(session, project_id, "tools", old, new, now=now)
+
+
+async def listing_extraction_schema(
+    session: AsyncSession, project_id: str, schema_name: str
+) -> list[str]:
+    """Return the names of the project's agents whose `extraction_schemas` list the name."""
+    return await _listing(session, project_id, "extraction_schemas", schema_name)
+
+
+async def rename_extraction_schema(
+    session: AsyncSession, project_id: str, old: str, new: str, *, now: datetime
+) -> None:
+    """Follow an extraction schema's new name in the lists of the agents that name it."""
+    await _rename(session, project_id, "extraction_schemas", old, new, now=now)
+
+
+async def _listing(session: AsyncSession, project_id: str, column: str, name: str) -> list[str]:
+    """The names of the project's agents whose list `column` holds `name`.
+
+    The lists are short JSON arrays: they are read and searched here, the same way on every
+    database.
+    """
+    listed = getattr(AgentRow, column)
     rows = await session.execute(
-        select(AgentRow.id, AgentRow.tools).where(AgentRow.project_id == project_id)
+        select(AgentRow.name, listed).where(AgentRow.project_id == project_id)
     )
-    for agent_id, tools in rows.all():
-        if old in (tools or ()):
-            renamed = [new if name == old else name for name in tools]
-            await _set(session, agent_id, tools=renamed, updated_at=now)
+    return sorted(agent for agent, names in rows if name in (names or ()))
+
+
+async def _rename(
+    session: AsyncSession, project_id: str, column: str, old: str, new: str, *, now: datetime
+) -> None:
+    listed = getattr(AgentRow, column)
+    rows = await session.execute(
+        select(AgentRow.id, listed).where(AgentRow.project_id == project_id)
+    )
+    for agent_id, names in rows.all():
+        if old in (names or ()):
+            renamed = [new if name == old else name for name in names]
+            await _set(session, agent_id, **{column: renamed, "updated_at": now})
 
 
 async def name_taken(session: AsyncSession, project_id: str, name: str) -> bool:

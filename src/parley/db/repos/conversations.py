@@ -15,6 +15,7 @@ from parley.db.pagination import SelectT, decode_cursor, paginate
 from parley.db.session import StatementConnection
 from parley.db.tables import (
     AgentRow,
+    ConversationExtractionRow,
     ConversationItemRow,
     ConversationRow,
     InstanceRow,
@@ -78,6 +79,7 @@ class ConversationState:
     retention: Mapping[str, Any] | None = None
     transcripts_due_at: datetime | None = None
     audio_due_at: datetime | None = None
+    summary: str | None = None
 
 
 COLUMNS = tuple(field.name for field in fields(ConversationState))
@@ -117,6 +119,7 @@ def to_state(row: ConversationRow) -> ConversationState:
         retention=row.retention,
         transcripts_due_at=row.transcripts_due_at,
         audio_due_at=row.audio_due_at,
+        summary=row.summary,
     )
 
 
@@ -158,6 +161,7 @@ def to_record(
         recording_policy_id=row.recording_policy_id,
         transcripts_deleted_at=row.transcripts_deleted_at,
         audio_deleted_at=row.audio_deleted_at,
+        summary=row.summary,
     )
 
 
@@ -540,16 +544,42 @@ async def delete_due(
                 )
             )
         if part == "transcript" and changed:
-            await session.execute(
-                delete(ConversationItemRow).where(
-                    tuple_(ConversationItemRow.org_id, ConversationItemRow.conversation_id).in_(
-                        changed
-                    )
-                )
-            )
+            await _delete_transcripts(session, changed)
     return [
         (org_id, conversation_id, tuple(parts)) for (org_id, conversation_id), parts in done.items()
     ]
+
+
+async def _delete_transcripts(session: AsyncSession, keys: list[tuple[str, str]]) -> None:
+    """Delete what the conversations' words made (API.md section 16's "transcript"): the
+    items with their tool call records, the summary and the extractions."""
+    for table in (ConversationItemRow, ConversationExtractionRow):
+        await session.execute(
+            delete(table).where(tuple_(table.org_id, table.conversation_id).in_(keys))
+        )
+    await session.execute(
+        update(ConversationRow)
+        .where(tuple_(ConversationRow.org_id, ConversationRow.id).in_(keys))
+        .values(summary=None)
+        .execution_options(synchronize_session=False)
+    )
+
+
+async def set_summary(session: AsyncSession, org_id: str, conversation_id: str, text: str) -> bool:
+    """Store a conversation's summary unless its transcript has been deleted; False when it
+    was not stored (deleted, or the conversation is gone)."""
+    result = await session.execute(
+        update(ConversationRow)
+        .where(
+            ConversationRow.org_id == org_id,
+            ConversationRow.id == conversation_id,
+            ConversationRow.transcripts_deleted_at.is_(None),
+        )
+        .values(summary=text)
+        .returning(ConversationRow.id)
+        .execution_options(synchronize_session=False)
+    )
+    return result.first() is not None
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,6 +1,14 @@
-"""Reply generators: rule-based (offline, the default) and an OpenAI-compatible model."""
+"""Reply generators: rule-based (offline, the default) and an OpenAI-compatible model; and
+that model's whole answers (`ChatCompletions`), for the work after a call."""
 
+from parley.engine.replies.completions import ChatCompletions
 from parley.engine.replies.openai_chat import ChatCompletionReplies
 from parley.engine.replies.rules import FAREWELL, RuleBasedReplies, welcome_message
 
-__all__ = ["FAREWELL", "ChatCompletionReplies", "RuleBasedReplies", "welcome_message"]
+__all__ = [
+    "FAREWELL",
+    "ChatCompletionReplies",
+    "ChatCompletions",
+    "RuleBasedReplies",
+    "welcome_message",
+]
