@@ -62,7 +62,9 @@ def flaky(
 async def recorded_while_down(ctx: Context) -> tuple[str, str]:
     """An ended conversation whose recording the store refused: (organization, ID)."""
     org_id, agent = await agent_keeping(ctx, RetentionPolicy())
-    conversation_id = await spoken_and_ended(ctx, org_id, agent, items=1, recorded=False)
+    conversation_id = await spoken_and_ended(
+        ctx, org_id, agent, items=1, recorded=False, after_call=False
+    )
 
     async def wav() -> bytes:
         return b"RIFF-kept-through-an-outage"
@@ -162,7 +164,9 @@ async def test_retention_zero_hours_audio_deleted_once_stored_not_before(
 ) -> None:
     ctx, store, clock = flaky
     org_id, agent = await agent_keeping(ctx, RetentionPolicy(audio_hours=0))
-    conversation_id = await spoken_and_ended(ctx, org_id, agent, items=1, recorded=False)
+    conversation_id = await spoken_and_ended(
+        ctx, org_id, agent, items=1, recorded=False, after_call=False
+    )
 
     async def wav() -> bytes:
         return b"RIFF"
@@ -203,7 +207,9 @@ async def test_recording_bucket_endpoint_resolving_to_a_private_address_refused_
     policy = await storage_policies.create_policy(
         allowing, org_id=org_id, project=None, spec=spec, actor=OPERATOR
     )
-    conversation_id = await spoken_and_ended(ctx, org_id, agent, items=1, recorded=False)
+    conversation_id = await spoken_and_ended(
+        ctx, org_id, agent, items=1, recorded=False, after_call=False
+    )
 
     async def wav() -> bytes:
         return b"RIFF"

@@ -12,7 +12,16 @@ import pytest
 
 from parley.recordings.directory import DirectoryStore
 from parley.records import OPERATOR, AgentPatch, RetentionPolicy
-from parley.services import Context, agents, audit, conversations, endings, recordings, retention
+from parley.services import (
+    Context,
+    agents,
+    audit,
+    conversations,
+    endings,
+    post_call,
+    recordings,
+    retention,
+)
 from tests.factories import make_agent, make_org
 from tests.services.test_live_session import MovableClock
 from tests.services.webhook_helpers import local_context
@@ -38,7 +47,7 @@ async def agent_keeping(ctx: Context, policy: RetentionPolicy) -> tuple[str, str
 
 
 async def spoken_and_ended(
-    ctx: Context, org_id: str, agent: str, *, items: int, recorded: bool
+    ctx: Context, org_id: str, agent: str, *, items: int, recorded: bool, after_call: bool = True
 ) -> str:
     """A conversation of `agent`: live, `items` said, recorded if asked, and ended."""
     conversation, _ = await conversations.start_live(
@@ -65,6 +74,8 @@ async def spoken_and_ended(
     await endings.end_conversation(
         ctx, org_id=org_id, conversation_id=conversation.id, ending=endings.CLIENT_CLOSED
     )
+    if after_call:  # as the ending instance does: a `0`-hour transcript waits for it
+        assert await post_call.run(ctx, org_id=org_id, conversation_id=conversation.id)
     return conversation.id
 
 

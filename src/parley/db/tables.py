@@ -299,6 +299,8 @@ class ConversationRow(Base):
     audio_due_at: Mapped[datetime | None] = mapped_column()
     summary: Mapped[str | None] = mapped_column(Text)
     """A few sentences by the language model (API.md section 16); None until written."""
+    post_call_due_at: Mapped[datetime | None] = mapped_column(index=True)
+    """When the work after the call is due (services/post_call.py); None once it is done."""
 
     __table_args__ = (
         Index("ix_conversations_org_id_created_at", "org_id", "created_at"),

@@ -19,7 +19,9 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 from enum import IntEnum
+from typing import Final
 
 from parley.clock import utcnow
 from parley.db.repos import conversations as conversation_repo
@@ -121,6 +123,11 @@ def refused(code: str) -> Ending:
     return Ending(EndedBy.ERROR, CloseCode.POLICY_VIOLATION, code)
 
 
+POST_CALL_HANDOFF: Final = timedelta(seconds=30)
+"""An ending makes its work after the call (services/post_call.py) due this far ahead: the
+instance whose socket ran the conversation does it first; the timers, after that."""
+
+
 def ended_marker(org_id: str, conversation_id: str) -> str:
     """The Revocations key that tells live sockets on every instance a conversation ended."""
     return f"conversation-ended:{org_id}:{conversation_id}"
@@ -163,6 +170,7 @@ async def end_conversation(
             ended_by=ending.ended_by,
             measured=measured,
             due=retention.due(found.retention, now),
+            post_call_at=now + POST_CALL_HANDOFF,
         )
         if not ended and measured and (measured.latencies_ms or measured.interruptions_count):
             await conversation_repo.set_analysis(session, found, measured)  # ended elsewhere

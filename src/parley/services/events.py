@@ -27,6 +27,7 @@ EVENT_TYPES: Final = (
     "conversation.started",
     "conversation.ended",
     "conversation.transferred",
+    "conversation.analysis",
     "agent.created",
     "agent.updated",
     "agent.disabled",

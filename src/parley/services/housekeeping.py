@@ -19,6 +19,7 @@ from parley.errors import ParleyError
 from parley.services import (
     instances,
     outbound_calls,
+    post_call,
     recordings,
     retention,
     revocations,
@@ -99,6 +100,7 @@ async def _run(ctx: Context, stopping: asyncio.Event) -> None:
             await _step("end transfers never finished", transfers.end_stale(ctx))
             await _step("delete what retention policies say is due", retention.sweep(ctx))
             await _step("store the recordings waiting for their store", recordings.retry_due(ctx))
+            await _step("do the work after calls that is due", post_call.run_due(ctx))
         await _step("publish waiting revocations", revocations.publish_pending(ctx))
         await _step("sweep spent jti records", sweep_spent_claims(ctx))
         with contextlib.suppress(TimeoutError):

@@ -18,7 +18,6 @@ again when it is due (`RETRY_SECONDS`), after a restart too.
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import hashlib
 import hmac
@@ -54,8 +53,6 @@ then (a try that dies with its instance is taken up again after it)."""
 RETRIES_PER_TICK: Final = 20
 """Uploads tried again per step of the timer at most."""
 SIGNING_PURPOSE: Final = "recording-url"
-DRAIN_SECONDS: Final = 10.0
-"""How long a stopping server waits for the recordings still being kept."""
 
 
 class InvalidAudioSignature(Forbidden):
@@ -242,46 +239,6 @@ def _bucket_store(settings: StorageSettings) -> BucketStore:
 _buckets: dict[StorageSettings, BucketStore] = {}
 BUCKET_CACHE: Final = 64
 """Policies whose stores are kept ready (a changed policy's settings make a new one)."""
-
-
-_pending: set[asyncio.Task[bool]] = set()
-"""Recordings being kept in the background (`keep_later`), until `drain`."""
-
-
-def keep_later(
-    ctx: Context,
-    *,
-    org_id: str,
-    conversation_id: str,
-    render: Callable[[], Awaitable[bytes]],
-    policy_id: str | None = None,
-) -> None:
-    """`keep` in the background: the socket that recorded it closes without waiting."""
-    task = asyncio.create_task(
-        keep(
-            ctx,
-            org_id=org_id,
-            conversation_id=conversation_id,
-            render=render,
-            policy_id=policy_id,
-        ),
-        name=f"keep-recording-{conversation_id}",
-    )
-    _pending.add(task)
-    task.add_done_callback(_kept)
-
-
-def _kept(task: asyncio.Task[bool]) -> None:
-    _pending.discard(task)
-    if not task.cancelled() and (error := task.exception()) is not None:
-        log.error("a recording could not be kept", exc_info=error)
-
-
-async def drain() -> None:
-    """Wait (`DRAIN_SECONDS` at most) for the recordings being kept: a stopping server
-    keeps those of the conversations its shutdown ended."""
-    if _pending:
-        await asyncio.wait(set(_pending), timeout=DRAIN_SECONDS)
 
 
 async def with_audio_urls(ctx: Context, found: Sequence[Conversation]) -> list[Conversation]:

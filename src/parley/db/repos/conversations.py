@@ -398,13 +398,14 @@ async def end(
     ended_by: EndedBy,
     measured: Outcome | None = None,
     due: tuple[datetime | None, datetime | None] = (None, None),
+    post_call_at: datetime | None = None,
 ) -> bool:
     """Store the transition to `ended` at `at` by `ended_by` (with what its socket
     `measured`, and when its transcript and recording are `due` for deletion), unless the
     conversation has ended already; True if this statement ended it (of two racing, one
     does). Who ends a conversation, and what else follows, is services/endings.py's."""
     how = {} if measured is None else _analysis_columns(measured)
-    how.update(transcripts_due_at=due[0], audio_due_at=due[1])
+    how.update(transcripts_due_at=due[0], audio_due_at=due[1], post_call_due_at=post_call_at)
     result = await session.execute(
         update(ConversationRow)
         .where(
@@ -600,7 +601,9 @@ async def due_for_deletion(
     """Conversations whose transcript or recording is due and not deleted yet (the
     retention sweep), at most `limit`."""
     transcript_due = and_(
-        ConversationRow.transcripts_due_at <= now, ConversationRow.transcripts_deleted_at.is_(None)
+        ConversationRow.transcripts_due_at <= now,
+        ConversationRow.transcripts_deleted_at.is_(None),
+        ConversationRow.post_call_due_at.is_(None),  # `0` hours: once the post-call work read it
     )
     uploading = (
         select(RecordingUploadRow.conversation_id)
@@ -625,6 +628,7 @@ async def due_for_deletion(
             ConversationRow.audio_deleted_at,
             ConversationRow.recording_key,
             ConversationRow.recording_policy_id,
+            transcript_due.label("transcript_is_due"),
             audio_due.label("audio_is_due"),
         )
         .where(or_(transcript_due, audio_due))
@@ -634,9 +638,7 @@ async def due_for_deletion(
         Due(
             org_id=row.org_id,
             id=row.id,
-            transcript=row.transcripts_due_at is not None
-            and row.transcripts_due_at <= now
-            and row.transcripts_deleted_at is None,
+            transcript=bool(row.transcript_is_due),
             audio=bool(row.audio_is_due),
             recording_key=row.recording_key,
             recording_policy_id=row.recording_policy_id,
@@ -859,3 +861,67 @@ async def live_where(
     return [
         (org_id, conversation_id) for org_id, conversation_id in await session.execute(statement)
     ]
+
+
+@dataclass(frozen=True, slots=True)
+class PostCall:
+    """An ended conversation whose work after the call this claim holds."""
+
+    org_id: str
+    id: str
+    ended_at: datetime
+
+
+async def claim_post_call(
+    session: AsyncSession,
+    *,
+    now: datetime,
+    until: datetime,
+    conversation: tuple[str, str] | None = None,
+) -> PostCall | None:
+    """Claim a conversation's post-call work until `until`: this `conversation` whatever its
+    due time (the instance that ended it), or the one due longest at `now` (the timer).
+    None when there is none (done, or claimed by another instance)."""
+    query = select(ConversationRow.org_id, ConversationRow.id, ConversationRow.ended_at)
+    if conversation is not None:
+        query = query.where(
+            tuple_(ConversationRow.org_id, ConversationRow.id) == conversation,
+            ConversationRow.post_call_due_at.is_not(None),
+        )
+    else:
+        query = query.where(ConversationRow.post_call_due_at <= now).order_by(
+            ConversationRow.post_call_due_at
+        )
+    found = (await session.execute(query.limit(1).with_for_update(skip_locked=True))).first()
+    if found is None:
+        return None
+    await post_call_at(session, found.org_id, found.id, at=until)
+    return PostCall(org_id=found.org_id, id=found.id, ended_at=found.ended_at or now)
+
+
+async def post_call_at(
+    session: AsyncSession, org_id: str, conversation_id: str, *, at: datetime
+) -> None:
+    """Make the conversation's post-call work due at `at`."""
+    await session.execute(
+        update(ConversationRow)
+        .where(ConversationRow.org_id == org_id, ConversationRow.id == conversation_id)
+        .values(post_call_due_at=at)
+        .execution_options(synchronize_session=False)
+    )
+
+
+async def post_call_done(session: AsyncSession, org_id: str, conversation_id: str) -> bool:
+    """The post-call work is done; False when it was already (another claimer finished)."""
+    result = await session.execute(
+        update(ConversationRow)
+        .where(
+            ConversationRow.org_id == org_id,
+            ConversationRow.id == conversation_id,
+            ConversationRow.post_call_due_at.is_not(None),
+        )
+        .values(post_call_due_at=None)
+        .returning(ConversationRow.id)
+        .execution_options(synchronize_session=False)
+    )
+    return result.first() is not None

@@ -35,7 +35,7 @@ from parley.errors import (
     Unavailable,
 )
 from parley.records import Agent, Conversation, Outcome
-from parley.services import conversations, endings, recordings
+from parley.services import conversations, endings, post_call
 from parley.services.answering import Verdict
 from parley.services.context import Context
 from parley.services.endings import CloseCode, Ending
@@ -375,9 +375,18 @@ class LiveSession:
         the socket measured; an ender that came first keeps its `ended_by`."""
         if self._conversation is not None:
             metrics.conversation_ended()
-            self._keep_recording(self._conversation.id)
+            org_id, conversation_id = self._handshake.principal.org_id, self._conversation.id
+            render = self._recording()
             analysis = self._relay.analysis if self._relay is not None else None
             if self._handed_over and self._closing in (None, *CALL_LEFT):
+                if render is not None:  # the call goes on: this leg's recording is kept now
+                    post_call.keep_recording_later(
+                        self._ctx,
+                        org_id=org_id,
+                        conversation_id=conversation_id,
+                        render=render,
+                        policy_id=self._storage_policy_id,
+                    )
                 await handover.stream_left(
                     self._ctx,
                     org_id=self._handshake.principal.org_id,
@@ -398,20 +407,20 @@ class LiveSession:
                 )
             except ParleyError:
                 log.exception("could not mark conversation %s ended", self._conversation.id)
+            post_call.later(  # the recording kept, then the analysis: the socket closes now
+                self._ctx,
+                org_id=org_id,
+                conversation_id=conversation_id,
+                render=render,
+                policy_id=self._storage_policy_id,
+            )
 
-    def _keep_recording(self, conversation_id: str) -> None:
-        """Hand the recording to be rendered and kept in the background (recordings.py):
-        the socket closes without waiting for it."""
+    def _recording(self) -> Callable[[], Awaitable[bytes]] | None:
+        """How to render the recording (in a worker thread), or None when there is none."""
         recorder = self._recorder
         if recorder is None or recorder.empty:
-            return
-        recordings.keep_later(
-            self._ctx,
-            org_id=self._handshake.principal.org_id,
-            conversation_id=conversation_id,
-            render=lambda: anyio.to_thread.run_sync(recorder.render),
-            policy_id=self._storage_policy_id,
-        )
+            return None
+        return lambda: anyio.to_thread.run_sync(recorder.render)
 
     # --- inbound events ---------------------------------------------------------------------
 
