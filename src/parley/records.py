@@ -117,6 +117,9 @@ class Agent:
     voicemail_message: str | None = None
     """Spoken once to an answering machine on an outbound call (None: hang up at once)."""
     data_retention_policy: RetentionPolicy = KEEP_EVERYTHING
+    enable_redaction: bool = False
+    """Personal data in what its conversations keep is replaced by tags, and by a tone in
+    the recording (API.md section 16)."""
 
     @property
     def is_disabled(self) -> bool:
@@ -170,6 +173,7 @@ class AgentSpec:
     no_input_end_conversation_sec: int | None = None
     voicemail_message: str | None = None
     data_retention_policy: RetentionPolicy = KEEP_EVERYTHING
+    enable_redaction: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,6 +195,7 @@ class AgentPatch:
     no_input_end_conversation_sec: int | Unset | None = UNSET
     voicemail_message: str | Unset | None = UNSET
     data_retention_policy: RetentionPolicy | Unset = UNSET
+    enable_redaction: bool | Unset = UNSET
 
 
 @dataclass(frozen=True, slots=True)
@@ -261,6 +266,9 @@ class Conversation:
     conversation for a client, never stored."""
     transcripts_deleted_at: datetime | None = None
     audio_deleted_at: datetime | None = None
+    is_redacted: bool = False
+    """It ran with redaction on (API.md section 16): what it keeps has personal data
+    replaced by tags, and its recording a tone where that was said."""
 
     @property
     def duration_ms(self) -> int | None:

@@ -73,6 +73,7 @@ def conversation_out(conversation: Conversation) -> ConversationOut:
             transcripts_deleted_at=isoformat_or_none(conversation.transcripts_deleted_at),
             audio_recordings_deleted_at=isoformat_or_none(conversation.audio_deleted_at),
         ),
+        is_redacted=conversation.is_redacted,
         created_at=isoformat(conversation.created_at),
         items=[
             ConversationItemOut(

@@ -289,6 +289,10 @@ class AgentCreate(Input):
         default_factory=WindowedRetentionIn,
         description="What its conversations keep, and how long; default: everything, kept.",
     )
+    enable_redaction: bool = Field(
+        default=False,
+        description="Personal data in what its conversations keep replaced by tags.",
+    )
 
 
 class AgentUpdate(Input):
@@ -309,6 +313,7 @@ class AgentUpdate(Input):
     no_input_end_conversation_sec: EndSec | None = None
     voicemail_message: VoicemailMessage | None = None
     data_retention_policy: DataRetentionPolicyIn | None = None
+    enable_redaction: bool | None = None
 
     NULLABLE: ClassVar[frozenset[str]] = frozenset(
         {
@@ -375,6 +380,7 @@ class AgentOut(BaseModel):
     no_input_end_conversation_sec: int | None
     voicemail_message: str | None
     data_retention_policy: dict[str, Any]
+    enable_redaction: bool
     created_at: Timestamp
     updated_at: Timestamp
 
@@ -403,6 +409,7 @@ class AgentOut(BaseModel):
             no_input_end_conversation_sec=agent.no_input_end_conversation_sec,
             voicemail_message=agent.voicemail_message,
             data_retention_policy=agent.data_retention_policy.to_json(),
+            enable_redaction=agent.enable_redaction,
             created_at=isoformat(agent.created_at),
             updated_at=isoformat(agent.updated_at),
         )
@@ -601,6 +608,8 @@ class ConversationOut(BaseModel):
     audio_url: str | None
     """The recording, by a URL valid for an hour (API.md section 16); null until it is kept."""
     deletion_info: DeletionInfoOut
+    is_redacted: bool
+    """It ran with `enable_redaction` (API.md section 16)."""
     created_at: Timestamp
     items: list[ConversationItemOut]
 

@@ -18,6 +18,7 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    false,
 )
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
@@ -113,6 +114,8 @@ class AgentRow(Base):
     """Spoken to an answering machine on an outbound call (API.md section 15)."""
     data_retention_policy: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     """`RetentionPolicy.to_json()` (API.md section 16); None: everything kept."""
+    enable_redaction: Mapped[bool] = mapped_column(Boolean, server_default=false())
+    """Its conversations keep personal data only as tags (API.md section 16)."""
     disabled_at: Mapped[datetime | None] = mapped_column()
     created_at: Mapped[datetime] = mapped_column()
     updated_at: Mapped[datetime] = mapped_column()
@@ -256,6 +259,8 @@ class ConversationRow(Base):
     """When the recording was deleted (API.md section 16)."""
     retention: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     """The retention policy in force when it went live (its agent's)."""
+    redacted: Mapped[bool] = mapped_column(Boolean, server_default=false())
+    """It went live with redaction on (its agent's `enable_redaction`, or its config's)."""
     transcripts_due_at: Mapped[datetime | None] = mapped_column()
     """When the transcript is to be deleted (set when it ends, by its policy)."""
     audio_due_at: Mapped[datetime | None] = mapped_column()

@@ -505,7 +505,8 @@ class DefaultEngine:
         try:
             await self._channels.events_in.send(event)
         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-            logger.debug("engine event dropped after close: %r", event)
+            # Its name only: an event may hold the user's or the agent's words.
+            logger.debug("engine event dropped after close: %s", type(event).__name__)
 
 
 async def _text_only(text: str, then_end: bool = False) -> AsyncGenerator[ReplyPart, None]:

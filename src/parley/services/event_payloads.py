@@ -40,6 +40,7 @@ def agent_json(agent: Agent) -> JsonObject:
         "no_input_end_conversation_sec": agent.no_input_end_conversation_sec,
         "voicemail_message": agent.voicemail_message,
         "data_retention_policy": agent.data_retention_policy.to_json(),
+        "enable_redaction": agent.enable_redaction,
         "created_at": isoformat(agent.created_at),
         "updated_at": isoformat(agent.updated_at),
     }
@@ -70,6 +71,7 @@ def conversation_json(conversation: Conversation) -> JsonObject:
             "transcripts_deleted_at": isoformat_or_none(conversation.transcripts_deleted_at),
             "audio_recordings_deleted_at": isoformat_or_none(conversation.audio_deleted_at),
         },
+        "is_redacted": conversation.is_redacted,
         "created_at": isoformat(conversation.created_at),
         "items": [
             {

@@ -114,6 +114,8 @@ class Configure(_Frame):
     no_input_end_conversation_sec: Annotated[int, Field(ge=1, le=3600)] | None = None
     # What the conversation keeps (API.md section 16); omitted: the agent's policy.
     data_retention_policy: ZeroRetentionFrame | WindowedRetentionFrame | None = None
+    # Personal data kept only as tags (API.md section 16); omitted: the agent's.
+    enable_redaction: bool | None = None
     template_variables: (
         Annotated[
             dict[Annotated[Label, StringConstraints(max_length=64)], TemplateValue],

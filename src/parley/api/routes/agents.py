@@ -86,6 +86,7 @@ async def create_agent(
         no_input_end_conversation_sec=body.no_input_end_conversation_sec,
         voicemail_message=body.voicemail_message,
         data_retention_policy=retention_policy(body.data_retention_policy),
+        enable_redaction=body.enable_redaction,
     )
     agent = await agents.create_agent(
         ctx,

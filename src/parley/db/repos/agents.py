@@ -79,6 +79,7 @@ def to_record(row: AgentRow | Row[Any], project_name: str, numbers: Sequence[str
         no_input_end_conversation_sec=row.no_input_end_conversation_sec,
         voicemail_message=row.voicemail_message,
         data_retention_policy=RetentionPolicy.from_json(row.data_retention_policy),
+        enable_redaction=bool(row.enable_redaction),
     )
 
 
@@ -204,6 +205,7 @@ async def insert(
         no_input_end_conversation_sec=spec.no_input_end_conversation_sec,
         voicemail_message=spec.voicemail_message,
         data_retention_policy=spec.data_retention_policy.to_json(),
+        enable_redaction=spec.enable_redaction,
         disabled_at=None,
         created_at=now,
         updated_at=now,
@@ -225,6 +227,7 @@ PATCHABLE_COLUMNS = (
     "no_input_poke_text",
     "no_input_end_conversation_sec",
     "voicemail_message",
+    "enable_redaction",
 )
 
 

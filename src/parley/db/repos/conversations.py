@@ -71,6 +71,7 @@ class ConversationState:
     retention: Mapping[str, Any] | None = None
     transcripts_due_at: datetime | None = None
     audio_due_at: datetime | None = None
+    redacted: bool = False
 
 
 COLUMNS = tuple(field.name for field in fields(ConversationState))
@@ -109,6 +110,7 @@ def to_state(row: ConversationRow) -> ConversationState:
         retention=row.retention,
         transcripts_due_at=row.transcripts_due_at,
         audio_due_at=row.audio_due_at,
+        redacted=bool(row.redacted),
     )
 
 
@@ -149,6 +151,7 @@ def to_record(
         recording_key=row.recording_key,
         transcripts_deleted_at=row.transcripts_deleted_at,
         audio_deleted_at=row.audio_deleted_at,
+        is_redacted=bool(row.redacted),
     )
 
 
@@ -354,9 +357,10 @@ async def go_live(
     end_user: str | None,
     at: datetime,
     retention: RetentionPolicy | None = None,
+    redacted: bool | None = None,
 ) -> ConversationState:
     """Make a conversation `live`, served by `instance_id`; keep a first start and end user,
-    and the retention policy it goes live with (None: the one it has).
+    and the retention policy and redaction it goes live with (None: the ones it has).
 
     `state` is current (found with `for_update`, or just created): the new state follows
     from it, and nothing is written when nothing changes.
@@ -371,6 +375,7 @@ async def go_live(
         started_at=state.started_at or at,
         end_user=state.end_user or end_user,
         retention=retention.to_json() if retention is not None else state.retention,
+        redacted=redacted if redacted is not None else state.redacted,
     )
     await _write_changes(session, state, new)
     return new

@@ -91,6 +91,8 @@ class Configure:
     """What such a call leaves on an answering machine (None: it hangs up at once)."""
     data_retention_policy: RetentionPolicy | None = None
     """What this conversation keeps (API.md section 16); None: its agent's policy."""
+    enable_redaction: bool | None = None
+    """Personal data kept only as tags (API.md section 16); None: its agent's setting."""
     resume_note: str | None = None
     """A caller back from a transfer that was not answered: the conversation goes on live,
     with its history, and the model gets this note (services/transfers.py rule 4)."""

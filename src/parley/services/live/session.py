@@ -496,6 +496,7 @@ class LiveSession:
             emit=self._emit,
             has_client=self._codec.client_tools,
             on_call=conversation.call_info is not None,
+            redact=setup.redact,
         )
         tools.use(setup.tools, built_ins=setup.built_ins)
         self._relay = Relay(
@@ -506,6 +507,7 @@ class LiveSession:
             tools=tools,
             heard=self._codec.heard if isinstance(self._codec, codec.KnowsPlayback) else None,
             keeps_items=not setup.retention.zero_data_retention,
+            redact=setup.redact,
         )
         if history:  # the conversation goes on: so do its figures
             self._relay.analysis.latencies_ms.extend(conversation.latencies_ms)

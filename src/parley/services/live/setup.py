@@ -30,6 +30,9 @@ class Setup:
     retention: RetentionPolicy = KEEP_EVERYTHING
     """What the conversation keeps (API.md section 16): the config's policy, else the
     agent's."""
+    redact: bool = False
+    """Personal data kept only as tags (API.md section 16): the config's
+    `enable_redaction`, else the agent's."""
 
     @classmethod
     async def check(cls, ctx: Context, frame: codec.Configure, agent: Agent) -> Setup:
@@ -59,6 +62,7 @@ class Setup:
             built_ins=built_ins,
             voicemail_message=voicemail if frame.wait_for_callee else None,
             retention=_given(frame.data_retention_policy, agent.data_retention_policy),
+            redact=_given(frame.enable_redaction, agent.enable_redaction),
         )
 
 
