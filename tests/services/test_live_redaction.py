@@ -10,13 +10,16 @@ test_live_session.py), on the test's own database so the webhook outbox can be r
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from parley import engine
+from parley.recordings.directory import DirectoryStore
 from parley.records import OPERATOR, AgentPatch, ToolCall
 from parley.services import Context, agents, conversations
 from parley.services.event_payloads import conversation_json
@@ -130,8 +133,10 @@ async def test_redaction_stores_user_and_agent_words_as_tags_live_side_gets_word
     ids=["config-on", "config-off", "agent-on", "agent-off"],
 )
 async def test_redaction_config_option_overrides_the_agent_and_sets_is_redacted(
-    ctx: Context, agent_redacts: bool, config_redacts: bool | None, redacted: bool
+    ctx: Context, tmp_path: Path, agent_redacts: bool, config_redacts: bool | None, redacted: bool
 ) -> None:
+    """The words' times are asked of the engine only for a recording's tone."""
+    ctx = dataclasses.replace(ctx, recordings=DirectoryStore(tmp_path))
     org = await make_org(ctx)
     agent = await make_agent(ctx, org.org.id)
     await agents.update_agent(
@@ -146,6 +151,7 @@ async def test_redaction_config_option_overrides_the_agent_and_sets_is_redacted(
     async with start_sessions(ctx) as start:
         live = await start(org=org, agent=agent.name)
         conversation_id = await live.configure(**config)
+        assert live.engine.config.word_timings is redacted
         await spoken_turn(live, user=SAID, agent="Noted.")
         await until_items(live, conversation_id, 2)
         live.socket.push(None)

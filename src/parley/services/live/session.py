@@ -513,25 +513,29 @@ class LiveSession:
             self._relay.analysis.latencies_ms.extend(conversation.latencies_ms)
             self._relay.analysis.interruptions_count = conversation.interruptions_count
         self._voice_id = event.voice_id or agent.voice_id
+        input_format = engine.AudioFormat.parse(event.input_format or agent.audio_format)
+        output_format = engine.AudioFormat.parse(event.output_format or agent.audio_format)
+        if self._ctx.recordings is not None and not setup.retention.zero_data_retention:
+            self._recorder = Recorder(
+                input_format, output_format, self._ctx.clock.monotonic, redact=setup.redact
+            )
         config = engine.SessionConfig(
             agent_name=agent.name,
             system_prompt=setup.system_prompt,
             welcome_message=setup.welcome_message,
             voice_id=event.voice_id or agent.voice_id,
-            input_format=engine.AudioFormat.parse(event.input_format or agent.audio_format),
-            output_format=engine.AudioFormat.parse(event.output_format or agent.audio_format),
+            input_format=input_format,
+            output_format=output_format,
             language=agent.language,
             tools=tools.definitions(),
             keywords=agent.boosted_keywords,
             hold_welcome=event.wait_for_callee,
             history=history,
+            # The recording's tone needs the times of the user's words (redaction).
+            word_timings=self._recorder is not None and setup.redact,
         )
         if event.wait_for_callee:
             self._callee = Callee(voicemail_message=setup.voicemail_message)
-        if self._ctx.recordings is not None and not setup.retention.zero_data_retention:
-            self._recorder = Recorder(
-                config.input_format, config.output_format, self._ctx.clock.monotonic
-            )
         self._created = self._factory.create(config, tool_runner=tools)
         playback = self._codec
         self._silence = SilenceTimer(
