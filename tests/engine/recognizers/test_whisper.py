@@ -17,6 +17,7 @@ from parley.engine.audio import StreamResampler, decode, resample
 from parley.engine.errors import RecognizerOverloaded
 from parley.engine.recognizers import RecognitionQueue, check_model_dir, default_model_dir
 from parley.engine.recognizers.whisper import (
+    _Request,
     cut_decoder_repeats,
     cut_loops,
     cut_number_loops,
@@ -609,3 +610,20 @@ def test_whisper_timed_words_follow_the_words_the_guards_left() -> None:
     inserted = timed_words("a b c", [Word("a", 0, 1), Word("c", 2, 3)])
     assert inserted[1] == Word("b", 1, 2)  # no time of its own: between its neighbours
     assert timed_words("words", []) == ()
+
+
+async def test_whisper_words_timed_in_a_batch_as_when_decoded_alone() -> None:
+    """A batch's encoder output is aligned one utterance at a time: the same words, at the
+    same times (within a frame or two: the batch pads each utterance to the longest)."""
+    recognizer = WhisperRecognizer()
+    await recognizer.warm_up()
+    heard = [as_received(AudioFormat.PCM_16000, speech.SENTENCES[n]) for n in (0, 3)]
+    requests = [_Request(h.samples, "en", "", "", final=True, words=True) for h in heard]
+    alone = [recognizer._decode_many([request])[0] for request in requests]
+    together = recognizer._decode_many(requests)
+    for (text, _, words), (alone_text, _, alone_words) in zip(together, alone, strict=True):
+        assert text == alone_text
+        assert [w.text for w in words] == [w.text for w in alone_words]
+        for word, alone_word in zip(words, alone_words, strict=True):
+            assert word.start == pytest.approx(alone_word.start, abs=0.05)
+            assert word.end == pytest.approx(alone_word.end, abs=0.05)
