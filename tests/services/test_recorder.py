@@ -229,3 +229,16 @@ def test_recorder_not_redacting_keeps_no_words_and_no_tone() -> None:
     _rate, left, right = rendered(recorder)
     assert (left[left != 0] == 16_384).all()
     assert (right[right != 0] == 16_384).all()
+
+
+def test_recorder_redacting_finds_a_number_the_sentence_splitter_cut_in_two() -> None:
+    """The agent's sentences are redacted as one text, as its item is stored: a number said
+    over two sentences tones both."""
+    recorder = Recorder(AudioFormat.PCM_16000, AudioFormat.PCM_16000, Clock(), redact=True)
+    recorder.heard(tone(AudioFormat.PCM_16000, 0.02, 0.0))
+    chunk = tone(AudioFormat.PCM_16000, 0.2)
+    for text in ("Call four one five.", "Five five five, two six seven one.", "Thanks."):
+        recorder.observe(engine.AudioChunk(audio=chunk, text=text))
+    rate, _left, right = rendered(recorder)
+    assert is_tone(right, rate, 0.03, 0.41)
+    assert not is_tone(right, rate, 0.43, 0.61)

@@ -31,6 +31,7 @@ word times, so the whole sentence is toned, more than needed but nothing less.
 from __future__ import annotations
 
 import io
+import math
 import wave
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -208,12 +209,23 @@ def _placed(pieces: list[_Piece], sample: int) -> int:
 
 def _agent_tones(pieces: list[_Piece], rate: int) -> list[tuple[float, float]]:
     """The times on the timeline (seconds) of the agent's sentences that redaction changes:
-    a sentence's pieces run from the one that begins it to the next that begins one."""
+    a sentence's pieces run from the one that begins it to the next that begins one. The
+    sentences are redacted as one text, as the items store them, so a number the sentence
+    splitter cut in two is still found."""
+    said = ""
+    places: list[tuple[int, int]] = []  # each sentence's characters in `said`
+    for piece in pieces:
+        if piece.text:
+            said += " " if said else ""
+            places.append((len(said), len(said) + len(piece.text)))
+            said += piece.text
+    spans = redact(said).spans
+    changed = iter([any(s < last and first < e for s, e, _ in spans) for first, last in places])
     intervals = []
     toning = False
     for piece in pieces:
         if piece.text:
-            toning = bool(redact(piece.text).spans)
+            toning = next(changed)
         if toning:
             intervals.append((piece.start / rate, (piece.start + piece.length) / rate))
     return intervals
@@ -224,11 +236,23 @@ def _toned(
     rate: int,
     intervals: list[tuple[float, float]],
 ) -> np.ndarray[tuple[int], np.dtype[np.int16]]:
-    """The channel with `intervals` (seconds) replaced by the tone (`tone_out`)."""
-    if not intervals:
-        return channel
-    toned = tone_out(audio.pcm16_to_float(channel), rate, intervals)
-    return audio.float_to_pcm16(toned)
+    """The channel with `intervals` (seconds) replaced by the tone (`tone_out`), each
+    stretch decoded and toned alone: a long call's channel is not copied as floats."""
+    merged: list[tuple[float, float]] = []
+    for start, end in sorted(intervals):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    for start, end in merged:  # the samples `tone_out` covers: floor of start, ceil of end
+        first = max(0, math.floor(start * rate))
+        last = min(channel.size, math.ceil(end * rate))
+        if last <= first:
+            continue
+        part = audio.pcm16_to_float(channel[first:last])
+        toned = tone_out(part, rate, [(0.0, part.size / rate)])
+        channel[first:last] = audio.float_to_pcm16(toned)
+    return channel
 
 
 def _whole_samples(fmt: engine.AudioFormat, data: bytes) -> tuple[int, bytes]:
