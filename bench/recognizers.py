@@ -17,6 +17,11 @@ also asks which language it hears, as a final decode does). Per model it prints:
 - for a multilingual model, the languages it reported for the English sentences (every one
   should be `en`), and the German and Spanish espeak-ng sentences of tests/languages.py
   (errors and the language reported).
+
+With `--words`, what timing the words costs a final decode (redaction's tone, API.md
+section 16): each clean sentence decoded `--repeat` times with and without `words=True`,
+in turn (so the machine's load falls on both alike), and p50/p95 of each and of the
+difference per sentence.
 """
 
 from __future__ import annotations
@@ -55,7 +60,31 @@ def percentile(values: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
 
 
-async def measure(model: str, repeat: int) -> dict[str, Any]:
+async def word_timing_cost(
+    recognizer: WhisperRecognizer, utterances: list[Utterance], repeat: int
+) -> dict[str, float]:
+    """Final decodes with and without word timings, in turn: p50/p95 of each and of the
+    extra time per utterance, in seconds."""
+    plain: list[float] = []
+    timed: list[float] = []
+    for _ in range(repeat):
+        for utterance in utterances:
+            for words, times in ((False, plain), (True, timed)):
+                began = time.perf_counter()
+                await recognizer.transcribe(utterance, language="en", words=words)
+                times.append(time.perf_counter() - began)
+    extra = [t - p for p, t in zip(plain, timed, strict=True)]
+    return {
+        "plain_p50_s": statistics.median(plain),
+        "plain_p95_s": percentile(plain, 0.95),
+        "timed_p50_s": statistics.median(timed),
+        "timed_p95_s": percentile(timed, 0.95),
+        "extra_p50_s": statistics.median(extra),
+        "extra_p95_s": percentile(extra, 0.95),
+    }
+
+
+async def measure(model: str, repeat: int, timed_words: bool = False) -> dict[str, Any]:
     """Every figure of one model, in this process."""
     recognizer = WhisperRecognizer(model or None, threads=2)
     started = time.perf_counter()
@@ -86,6 +115,8 @@ async def measure(model: str, repeat: int) -> dict[str, Any]:
     figures["decode_p50_s"] = statistics.median(times)
     figures["decode_p95_s"] = percentile(times, 0.95)
     figures["speech_s"] = statistics.mean(u.speech_seconds for u in clean.values())
+    if timed_words:
+        figures["words"] = await word_timing_cost(recognizer, list(clean.values()), repeat)
     if multilingual:
         figures["english_reported"] = sorted(set(reported))
         for voice, sentence in (("de", languages.GERMAN), ("es", languages.SPANISH)):
@@ -110,6 +141,13 @@ def report(model: str, figures: dict[str, Any]) -> None:
         f"{figures['decode_p50_s'] * 1000:.0f} ms, p95 {figures['decode_p95_s'] * 1000:.0f} ms; "
         f"WER clean {figures['wer_clean']:.1%}, phone band {figures['wer_phone']:.1%}"
     )
+    if "words" in figures:
+        w = {name: value * 1000 for name, value in figures["words"].items()}
+        print(
+            f"  word timings: final decode p50 {w['plain_p50_s']:.0f} -> {w['timed_p50_s']:.0f}"
+            f" ms, p95 {w['plain_p95_s']:.0f} -> {w['timed_p95_s']:.0f} ms; extra per"
+            f" utterance p50 {w['extra_p50_s']:.0f} ms, p95 {w['extra_p95_s']:.0f} ms"
+        )
     if "english_reported" in figures:
         print(f"  English sentences reported as: {', '.join(figures['english_reported'])}")
         for voice in ("de", "es"):
@@ -124,14 +162,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--models", default="tiny.en,base")
     parser.add_argument("--repeat", type=int, default=2, help="passes over the clean sentences")
+    parser.add_argument("--words", action="store_true", help="also time decodes with words")
     parser.add_argument("--one", help=argparse.SUPPRESS)  # the child: one model, JSON out
     args = parser.parse_args()
     if args.one is not None:
-        print(json.dumps(asyncio.run(measure(args.one, args.repeat))))
+        print(json.dumps(asyncio.run(measure(args.one, args.repeat, args.words))))
         return
     for model in args.models.split(","):
+        words = ["--words"] if args.words else []
         child = subprocess.run(  # noqa: S603 - this interpreter, this script
-            [sys.executable, __file__, "--one", model, "--repeat", str(args.repeat)],
+            [sys.executable, __file__, "--one", model, "--repeat", str(args.repeat), *words],
             capture_output=True,
             text=True,
             check=False,

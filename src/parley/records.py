@@ -126,6 +126,9 @@ class Agent:
     """Names of its project's extraction schemas, run after each of its calls (API.md 16)."""
     eval_prompts: tuple[str, ...] = ()
     """Names of its project's evaluation prompts, run after each of its calls (API.md 16)."""
+    enable_redaction: bool = False
+    """Personal data in what its conversations keep is replaced by tags, and by a tone in
+    the recording (API.md section 16)."""
 
     @property
     def is_disabled(self) -> bool:
@@ -183,6 +186,7 @@ class AgentSpec:
     """A policy of the agent's project, by name (None: none)."""
     extraction_schemas: tuple[str, ...] = ()
     eval_prompts: tuple[str, ...] = ()
+    enable_redaction: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,6 +211,7 @@ class AgentPatch:
     external_storage_policy: str | Unset | None = UNSET
     extraction_schemas: tuple[str, ...] | Unset = UNSET
     eval_prompts: tuple[str, ...] | Unset = UNSET
+    enable_redaction: bool | Unset = UNSET
 
 
 @dataclass(frozen=True, slots=True)
@@ -281,6 +286,9 @@ class Conversation:
     audio_deleted_at: datetime | None = None
     summary: str | None = None
     """A few sentences by the language model (API.md section 16); None until written."""
+    is_redacted: bool = False
+    """It ran with redaction on (API.md section 16): what it keeps has personal data
+    replaced by tags, and its recording a tone where that was said."""
 
     @property
     def duration_ms(self) -> int | None:

@@ -11,7 +11,7 @@ import numpy.typing as npt
 
 from parley import engine
 from parley.engine import AudioFormat, audio
-from parley.services.live.recorder import Recorder
+from parley.services.live.recorder import TONE_MARGIN_S, Recorder
 
 
 class Clock:
@@ -150,3 +150,95 @@ def test_recorder_a_held_up_first_frame_does_not_shift_the_user_late() -> None:
     assert user_start < 0.001
     assert abs(user_end - 0.8) < 0.01
     assert abs(agent_start - 1.0) < 0.01  # not 1.0 - 0.28: the late arrival is not a shift
+
+
+# --- redaction (API.md section 16): a 1 kHz tone where personal data was said ---------------
+
+
+def is_tone(channel: npt.NDArray[np.int16], rate: int, start: float, end: float) -> bool:
+    """Whether `start`..`end` (s) of the channel is the redaction tone: its strongest
+    frequency 1 kHz, at the tone's level (-12 dBFS peak), nothing of what was there."""
+    part = channel[round(start * rate) : round(end * rate)].astype(np.float64) / 32768
+    spectrum = np.abs(np.fft.rfft(part))
+    peak = np.fft.rfftfreq(part.size, 1 / rate)[np.argmax(spectrum)]
+    return abs(peak - 1000) < 20 and abs(np.sqrt(np.mean(part**2)) - 0.251 / np.sqrt(2)) < 0.01
+
+
+def test_recorder_redacting_tones_the_users_redacted_words_where_they_sit_on_the_timeline() -> None:
+    """The words' times are input-stream times; the user's stream here pauses for 1 s (the
+    client stopped sending), so what was said 1.4 s into the stream sits 2.4 s into the
+    recording. The tone covers the number's words and TONE_MARGIN_S around them."""
+    clock = Clock()
+    recorder = Recorder(AudioFormat.PCM_16000, AudioFormat.PCM_16000, clock, redact=True)
+    frame = tone(AudioFormat.PCM_16000, 0.02)
+    for n in range(100):  # 1 s of frames, a 1 s pause, 1 s more
+        clock.now += 0.02 + (1.0 if n == 50 else 0.0)
+        recorder.heard(frame)
+    words = (
+        engine.Word("Call", 0.1, 0.3),
+        engine.Word("me", 0.3, 0.4),
+        engine.Word("at", 0.4, 0.5),
+        engine.Word("415-555-2671.", 1.4, 1.6),
+    )
+    said = engine.InputText("Call me at 415-555-2671.", "en", words)
+    recorder.observe(said)
+    assert recorder._said == [words]  # all the call costs: the words kept as they came
+    rate, left, _right = rendered(recorder)
+    assert left.size == 3 * rate
+    margin = TONE_MARGIN_S
+    assert is_tone(left, rate, 2.4 - margin + 0.01, 2.6 + margin - 0.01)
+    untouched = np.full(round(0.1 * rate), 16_384, dtype=np.int16)  # the frames' level
+    before = left[round((2.4 - margin - 0.1) * rate) : round((2.4 - margin) * rate)]
+    after = left[round((2.6 + margin) * rate) : round((2.6 + margin + 0.1) * rate)]
+    assert np.array_equal(before, untouched)
+    assert np.array_equal(after, untouched)
+    assert np.array_equal(left[:rate], np.full(rate, 16_384, dtype=np.int16))  # "Call me at"
+
+
+def test_recorder_redacting_tones_each_agent_sentence_with_personal_data_whole() -> None:
+    """Synthesis gives no word times: a sentence that redaction changes is toned from its
+    first chunk to the next sentence's; the rest is what the recording holds unredacted."""
+    channels = []
+    for redact in (True, False):
+        recorder = Recorder(AudioFormat.PCM_16000, AudioFormat.PCM_24000, Clock(), redact=redact)
+        recorder.heard(tone(AudioFormat.PCM_16000, 0.02, 0.0))
+        chunk = tone(AudioFormat.PCM_24000, 0.2)
+        for text in ("Your total is ten dollars.", "", "I will call 415-555-2671 at noon.", ""):
+            recorder.observe(engine.AudioChunk(audio=chunk, text=text))
+        recorder.observe(engine.AudioChunk(audio=chunk, text="Goodbye."))
+        rate, _left, right = rendered(recorder)
+        channels.append(right)
+    redacted, heard = channels
+    toned = slice(round(0.42 * rate), round(0.82 * rate))  # the second sentence's 0.4 s
+    assert is_tone(redacted, rate, 0.43, 0.81)
+    assert not is_tone(heard, rate, 0.43, 0.81)
+    assert np.array_equal(redacted[: toned.start], heard[: toned.start])
+    assert np.array_equal(redacted[toned.stop :], heard[toned.stop :])
+
+
+def test_recorder_not_redacting_keeps_no_words_and_no_tone() -> None:
+    clock = Clock()
+    recorder = Recorder(AudioFormat.PCM_16000, AudioFormat.PCM_16000, clock)
+    recorder.heard(tone(AudioFormat.PCM_16000, 0.02))
+    words = (engine.Word("415-555-2671", 0.0, 0.02),)
+    recorder.observe(engine.InputText("415-555-2671", "en", words))
+    recorder.observe(
+        engine.AudioChunk(audio=tone(AudioFormat.PCM_16000, 0.2), text="415-555-2671.")
+    )
+    assert recorder._said == []
+    _rate, left, right = rendered(recorder)
+    assert (left[left != 0] == 16_384).all()
+    assert (right[right != 0] == 16_384).all()
+
+
+def test_recorder_redacting_finds_a_number_the_sentence_splitter_cut_in_two() -> None:
+    """The agent's sentences are redacted as one text, as its item is stored: a number said
+    over two sentences tones both."""
+    recorder = Recorder(AudioFormat.PCM_16000, AudioFormat.PCM_16000, Clock(), redact=True)
+    recorder.heard(tone(AudioFormat.PCM_16000, 0.02, 0.0))
+    chunk = tone(AudioFormat.PCM_16000, 0.2)
+    for text in ("Call four one five.", "Five five five, two six seven one.", "Thanks."):
+        recorder.observe(engine.AudioChunk(audio=chunk, text=text))
+    rate, _left, right = rendered(recorder)
+    assert is_tone(right, rate, 0.03, 0.41)
+    assert not is_tone(right, rate, 0.43, 0.61)

@@ -74,6 +74,7 @@ def conversation_out(conversation: Conversation) -> ConversationOut:
             audio_recordings_deleted_at=isoformat_or_none(conversation.audio_deleted_at),
         ),
         summary=conversation.summary,
+        is_redacted=conversation.is_redacted,
         created_at=isoformat(conversation.created_at),
         items=[
             ConversationItemOut(

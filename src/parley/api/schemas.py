@@ -308,6 +308,10 @@ class AgentCreate(Input):
         default_factory=list,
         description="Evaluation prompts of the agent's project, run after each call.",
     )
+    enable_redaction: bool = Field(
+        default=False,
+        description="Personal data in what its conversations keep replaced by tags.",
+    )
 
 
 class AgentUpdate(Input):
@@ -331,6 +335,7 @@ class AgentUpdate(Input):
     external_storage_policy: StoragePolicyName | None = None
     extraction_schemas: AnalysisNames | None = None
     eval_prompts: AnalysisNames | None = None
+    enable_redaction: bool | None = None
 
     NULLABLE: ClassVar[frozenset[str]] = frozenset(
         {
@@ -401,6 +406,7 @@ class AgentOut(BaseModel):
     external_storage_policy: str | None
     extraction_schemas: list[str]
     eval_prompts: list[str]
+    enable_redaction: bool
     created_at: Timestamp
     updated_at: Timestamp
 
@@ -432,6 +438,7 @@ class AgentOut(BaseModel):
             external_storage_policy=agent.external_storage_policy,
             extraction_schemas=list(agent.extraction_schemas),
             eval_prompts=list(agent.eval_prompts),
+            enable_redaction=agent.enable_redaction,
             created_at=isoformat(agent.created_at),
             updated_at=isoformat(agent.updated_at),
         )
@@ -632,6 +639,8 @@ class ConversationOut(BaseModel):
     deletion_info: DeletionInfoOut
     summary: str | None
     """A few sentences by the language model (API.md section 16); null until written."""
+    is_redacted: bool
+    """It ran with `enable_redaction` (API.md section 16)."""
     created_at: Timestamp
     items: list[ConversationItemOut]
 

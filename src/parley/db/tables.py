@@ -19,6 +19,7 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    false,
 )
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
@@ -123,6 +124,8 @@ class AgentRow(Base):
     renamed policy stays the agent's. No foreign key (a plain ADD COLUMN on SQLite): the
     service locks the policy's row while an agent names it, and refuses to delete a policy
     that an agent names."""
+    enable_redaction: Mapped[bool] = mapped_column(Boolean, server_default=false())
+    """Its conversations keep personal data only as tags (API.md section 16)."""
     disabled_at: Mapped[datetime | None] = mapped_column()
     created_at: Mapped[datetime] = mapped_column()
     updated_at: Mapped[datetime] = mapped_column()
@@ -294,6 +297,8 @@ class ConversationRow(Base):
     """When the recording was deleted (API.md section 16)."""
     retention: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     """The retention policy in force when it went live (its agent's)."""
+    redacted: Mapped[bool] = mapped_column(Boolean, server_default=false())
+    """It went live with redaction on (its agent's `enable_redaction`, or its config's)."""
     transcripts_due_at: Mapped[datetime | None] = mapped_column()
     """When the transcript is to be deleted (set when it ends, by its policy)."""
     audio_due_at: Mapped[datetime | None] = mapped_column()

@@ -40,6 +40,7 @@ from parley.engine.base import (
     UserFinishedSpeaking,
     UserStartedSpeaking,
     Utterance,
+    Word,
 )
 from parley.engine.default import APOLOGY, DefaultEngine, EngineSettings
 from parley.engine.errors import (
@@ -153,6 +154,7 @@ __all__ = [
     "Utterance",
     "VadParams",
     "WhisperRecognizer",
+    "Word",
     "build_engine_factory",
     "check_model_dir",
     "installed_turn_model",

@@ -39,6 +39,20 @@ class SessionConfig:
     hold_welcome: bool = False
     """Hold the welcome until the user's first turn ends or `release_welcome` (a call
     placed to someone: the callee speaks first, API.md section 15)."""
+    word_timings: bool = False
+    """Each InputText carries its words' times in the input stream (`InputText.words`):
+    redaction tones them out of the recording (API.md section 16). It costs the final
+    decode an alignment pass (docs/performance.md)."""
+
+
+@dataclass(frozen=True)
+class Word:
+    """A recognized word and when it was said, in seconds (of the utterance's audio in a
+    Transcript, of the input stream in an InputText); `parley.redaction.TimedWord`."""
+
+    text: str
+    start: float
+    end: float
 
 
 # --- events (engine -> socket layer), in the order API.md section 8 lists them -----------
@@ -46,10 +60,15 @@ class SessionConfig:
 
 @dataclass(frozen=True)
 class InputText:
-    """The user's words for one utterance ("[speech 1.2 s]" with PARLEY_STT=none)."""
+    """The user's words for one utterance ("[speech 1.2 s]" with PARLEY_STT=none).
+
+    With `SessionConfig.word_timings`, `words` are its words, each with where it was said in
+    the input stream: seconds from the first sample the engine was fed, muted audio counted.
+    """
 
     text: str
     language: str
+    words: tuple[Word, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -171,7 +190,8 @@ class Transcript:
     """A recognizer's result; `placeholder` is True when no words were recognized.
 
     `queue_seconds` is the time the decode waited for the recognizer, `compute_seconds`
-    the time it ran.
+    the time it ran. `words`, when asked for, are the words of `text` (split at spaces),
+    each with its time in the utterance's audio; empty when the recognizer cannot tell.
     """
 
     text: str
@@ -179,6 +199,7 @@ class Transcript:
     placeholder: bool = False
     queue_seconds: float = 0.0
     compute_seconds: float = 0.0
+    words: tuple[Word, ...] = ()
 
 
 class Recognizer(Protocol):
@@ -206,10 +227,12 @@ class Recognizer(Protocol):
         prefix: str = "",
         partial: bool = False,
         prompt: str = "",
+        words: bool = False,
     ) -> Transcript | None:
         """Return the words of an utterance, starting with `prefix` when one is given.
 
         `prompt` names words to expect (the agent's keywords); a recognizer may ignore it.
+        `words` (finals only) asks for `Transcript.words`, the times of the words.
         A partial decode is optional work: return None to skip it (e.g. when busy).
         Run heavy work off the event loop.
         """

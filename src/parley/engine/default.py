@@ -23,11 +23,15 @@ warning and a short spoken apology; the conversation goes on.
 With `SessionConfig.hold_welcome` (a call placed to someone) the greeting waits: the end of
 the user's first turn speaks it, in place of a reply to that turn, or `release_welcome`
 does (the carrier heard a person); `release_welcome(speak=False)` drops it.
+With `SessionConfig.word_timings` each InputText carries its words' times in the input
+stream: the listener gives them in the time of the audio it heard, and the engine adds the
+muted audio it did not hear before them (`_InputClock`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import bisect
 import logging
 from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator
@@ -60,6 +64,7 @@ from parley.engine.base import (
     Turn,
     UserFinishedSpeaking,
     UserStartedSpeaking,
+    Word,
 )
 from parley.engine.errors import EngineClosed, TooManyPendingResponses
 from parley.engine.listening import Listener
@@ -181,6 +186,7 @@ class DefaultEngine:
         self._stack = AsyncExitStack()
         self._held_welcome: str | None = None
         self._said_goodbye = False  # AssistantEndedConversation went out: nothing more
+        self._input_clock = _InputClock()
         voice = synthesizer.resolve_voice(config.voice_id)
         self._voice_warning = None
         if voice is None:
@@ -223,6 +229,7 @@ class DefaultEngine:
             semantic=settings.semantic,
             keywords=self._config.keywords,
             on_late_finish=self._late_finish,
+            word_timings=self._config.word_timings,
         )
         self._stack.push_async_callback(self._listener.aclose)
         events = anyio.create_memory_object_stream[EngineEvent](settings.event_buffer)
@@ -268,8 +275,11 @@ class DefaultEngine:
         self._open_channels()
         fmt = self._config.input_format
         check_input_chunk(fmt, audio)
+        seconds = fmt.duration(audio)
         if self._muted:
+            self._input_clock.skipped(seconds)
             return
+        self._input_clock.heard(seconds)
         for event in self._ear().feed(decode(fmt, audio)):
             if event.kind is Transition.STARTED:
                 await self._emit(UserStartedSpeaking())
@@ -379,7 +389,8 @@ class DefaultEngine:
                 transcript.compute_seconds * 1000,
                 len(transcript.text.split()),
             )
-            await self._emit(InputText(transcript.text, transcript.language))
+            words = tuple(self._input_clock.placed(word) for word in transcript.words)
+            await self._emit(InputText(transcript.text, transcript.language, words))
             self._history.append(Turn("user", transcript.text))
             if heard.answered:
                 continue  # the welcome answered it: its words join the history only
@@ -505,7 +516,37 @@ class DefaultEngine:
         try:
             await self._channels.events_in.send(event)
         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-            logger.debug("engine event dropped after close: %r", event)
+            # Its name only: an event may hold the user's or the agent's words.
+            logger.debug("engine event dropped after close: %s", type(event).__name__)
+
+
+class _InputClock:
+    """Where the listener's time lies in the input stream: the listener does not hear muted
+    audio, so each muted stretch shifts what it heard after it."""
+
+    def __init__(self) -> None:
+        self._heard = 0.0  # seconds the listener was fed
+        self._at: list[float] = []  # listener times where muted audio was skipped...
+        self._shift: list[float] = []  # ...and the muted seconds in all up to each
+
+    def heard(self, seconds: float) -> None:
+        self._heard += seconds
+
+    def skipped(self, seconds: float) -> None:
+        total = (self._shift[-1] if self._shift else 0.0) + seconds
+        if self._at and self._at[-1] == self._heard:
+            self._shift[-1] = total
+        else:
+            self._at.append(self._heard)
+            self._shift.append(total)
+
+    def placed(self, word: Word) -> Word:
+        """`word`, timed in the listener's time, timed in the input stream's."""
+        return Word(word.text, self._input(word.start), self._input(word.end))
+
+    def _input(self, seconds: float) -> float:
+        index = bisect.bisect_right(self._at, seconds) - 1
+        return seconds + (self._shift[index] if index >= 0 else 0.0)
 
 
 async def _text_only(text: str, then_end: bool = False) -> AsyncGenerator[ReplyPart, None]:

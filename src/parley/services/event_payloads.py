@@ -51,6 +51,7 @@ def agent_json(agent: Agent) -> JsonObject:
         "external_storage_policy": agent.external_storage_policy,
         "extraction_schemas": list(agent.extraction_schemas),
         "eval_prompts": list(agent.eval_prompts),
+        "enable_redaction": agent.enable_redaction,
         "created_at": isoformat(agent.created_at),
         "updated_at": isoformat(agent.updated_at),
     }
@@ -82,6 +83,7 @@ def conversation_json(conversation: Conversation) -> JsonObject:
             "audio_recordings_deleted_at": isoformat_or_none(conversation.audio_deleted_at),
         },
         "summary": conversation.summary,
+        "is_redacted": conversation.is_redacted,
         "created_at": isoformat(conversation.created_at),
         "items": [
             {

@@ -118,6 +118,8 @@ class Configure(_Frame):
     external_storage_policy: (
         Annotated[Label, StringConstraints(min_length=1, max_length=64)] | None
     ) = None
+    # Personal data kept only as tags (API.md section 16); omitted: the agent's.
+    enable_redaction: bool | None = None
     template_variables: (
         Annotated[
             dict[Annotated[Label, StringConstraints(max_length=64)], TemplateValue],

@@ -74,6 +74,7 @@ def _configure(frame: frames.Configure) -> codec.Configure:
             None if frame.template_variables is None else dict(frame.template_variables)
         ),
         data_retention_policy=_retention(frame.data_retention_policy),
+        enable_redaction=frame.enable_redaction,
         **_silence(frame),
         **_storage(frame),
     )

@@ -12,11 +12,12 @@ import numpy as np
 import pytest
 from tests import speech
 
-from parley.engine import AudioFormat, RecognizerUnavailable, Utterance, WhisperRecognizer
-from parley.engine.audio import StreamResampler, decode
+from parley.engine import AudioFormat, RecognizerUnavailable, Utterance, WhisperRecognizer, Word
+from parley.engine.audio import StreamResampler, decode, resample
 from parley.engine.errors import RecognizerOverloaded
 from parley.engine.recognizers import RecognitionQueue, check_model_dir, default_model_dir
 from parley.engine.recognizers.whisper import (
+    _Request,
     cut_decoder_repeats,
     cut_loops,
     cut_number_loops,
@@ -25,9 +26,12 @@ from parley.engine.recognizers.whisper import (
     cut_restart,
     cut_tail_echo,
     cut_tail_repeat,
+    timed_words,
 )
+from parley.redaction import join_words, redact, tone_spans
 
 pytestmark = pytest.mark.anyio
+PHONE_NUMBER_WORDS = "four one five five five five two six seven one."
 
 
 def as_received(fmt: AudioFormat, sentence: str) -> Utterance:
@@ -564,3 +568,62 @@ def test_whisper_decoder_repeats_cut_by_every_guard() -> None:
     assert cut_decoder_repeats(looped) == "I need $1,000, for the room."
     echoed = "it weighs about eight kilos and a bit. About eight kilos and a bit"
     assert cut_decoder_repeats(echoed) == "it weighs about eight kilos and a bit."
+
+
+async def test_whisper_words_timed_on_a_final_only_when_asked() -> None:
+    """Redaction's tone (API.md section 16) needs the words' times: asked for, the words of
+    the transcript come with them, and a number the redactor tags is timed where it was
+    said (within the alignment's few hundred ms); not asked, the decode is as before."""
+    lead, said = speech.spoken("Call me at"), speech.spoken(PHONE_NUMBER_WORDS)
+    audio = np.concatenate(
+        [speech.silence(0.2), lead, speech.silence(0.3), said, speech.silence(0.3)]
+    )
+    voiced = np.flatnonzero(np.abs(said) > 0.01) / speech.RATE + 0.2 + lead.size / speech.RATE + 0.3
+    samples = resample(audio, speech.RATE, 16_000)
+    utterance = Utterance(samples, 16_000, samples.size / 16_000)
+    recognizer = WhisperRecognizer()
+    plain = await recognizer.transcribe(utterance, language="en")
+    timed = await recognizer.transcribe(utterance, language="en", words=True)
+    assert plain is not None
+    assert timed is not None
+    assert plain.words == ()
+    assert timed.text == plain.text
+    assert join_words(timed.words) == " ".join(timed.text.split())
+    starts = [word.start for word in timed.words]
+    assert starts == sorted(starts)
+    assert all(word.start <= word.end for word in timed.words)
+    (toned,) = tone_spans(timed.words, redact(join_words(timed.words)).spans)
+    assert voiced[0] - 0.6 < toned[0] < voiced[0] + 0.3, (toned, voiced[0])
+    assert voiced[-1] - 0.3 < toned[1] < voiced[-1] + 0.6, (toned, voiced[-1])
+
+
+def test_whisper_timed_words_follow_the_words_the_guards_left() -> None:
+    aligned = [Word("I'm", 0.0, 0.2), Word("I'm", 0.2, 0.4), Word("I'm", 0.4, 0.6)]
+    aligned += [Word("0142.", 0.6, 1.5)]
+    looped = timed_words("I'm 0142.", aligned)  # cut_loops kept one "I'm"
+    assert [w.text for w in looped] == ["I'm", "0142."]
+    assert (looped[1].start, looped[1].end) == (0.6, 1.5)
+    number = timed_words(
+        "It is 9,000", [Word("It", 0, 1), Word("is", 1, 2), Word("9,000,000", 2, 3)]
+    )
+    assert number[2] == Word("9,000", 2, 3)  # a word a guard shortened: its time
+    inserted = timed_words("a b c", [Word("a", 0, 1), Word("c", 2, 3)])
+    assert inserted[1] == Word("b", 1, 2)  # no time of its own: between its neighbours
+    assert timed_words("words", []) == ()
+
+
+async def test_whisper_words_timed_in_a_batch_as_when_decoded_alone() -> None:
+    """A batch's encoder output is aligned one utterance at a time: the same words, at the
+    same times (within a frame or two: the batch pads each utterance to the longest)."""
+    recognizer = WhisperRecognizer()
+    await recognizer.warm_up()
+    heard = [as_received(AudioFormat.PCM_16000, speech.SENTENCES[n]) for n in (0, 3)]
+    requests = [_Request(h.samples, "en", "", "", final=True, words=True) for h in heard]
+    alone = [recognizer._decode_many([request])[0] for request in requests]
+    together = recognizer._decode_many(requests)
+    for (text, _, words), (alone_text, _, alone_words) in zip(together, alone, strict=True):
+        assert text == alone_text
+        assert [w.text for w in words] == [w.text for w in alone_words]
+        for word, alone_word in zip(words, alone_words, strict=True):
+            assert word.start == pytest.approx(alone_word.start, abs=0.05)
+            assert word.end == pytest.approx(alone_word.end, abs=0.05)

@@ -15,6 +15,7 @@ from parley.engine.vad import (
     TurnAudio,
     TurnDetector,
     VadParams,
+    stream_time,
     vad_rate,
 )
 
@@ -205,3 +206,18 @@ def test_turn_audio_long_pause_inside_the_turn_cut_to_keep_gap_both_ends_kept() 
         [np.full(100, 1.0), np.zeros(30), np.full(50, 2.0), np.zeros(20), np.full(30, 3.0)]
     )
     assert np.array_equal(cut, expected)  # the 0.2 s pause is shorter than 0.3 s: kept whole
+
+
+def test_turn_audio_placed_turn_maps_the_turns_audio_back_to_stream_time() -> None:
+    """The turn's audio starts `pad` before its speech and its long pauses are cut: each
+    part says where it came from, so a time in the audio is a time in the stream."""
+    audio = TurnAudio(100, keep_s=0.5, pad_s=0.2)
+    audio.append(np.zeros(400, dtype=np.float32))  # 4 s of stream; the turn starts at 1 s
+    audio.start_turn(1.0)
+    samples, places = audio.placed_turn(gaps=[(2.0, 3.0)], keep_gap_s=0.3)
+    assert samples.size == 320 - 70  # from 0.8 s to 4 s, 0.7 s of the pause cut
+    assert places == ((0.0, 0.8), (1.35, 2.85))  # the pause kept 0.15 s at each end
+    assert stream_time(places, 0.0) == pytest.approx(0.8)
+    assert stream_time(places, 1.2) == pytest.approx(2.0)  # before the cut
+    assert stream_time(places, 1.5) == pytest.approx(3.0)  # after it
+    assert stream_time((), 1.5) == 1.5

@@ -89,6 +89,7 @@ async def create_agent(
         external_storage_policy=body.external_storage_policy,
         extraction_schemas=tuple(body.extraction_schemas),
         eval_prompts=tuple(body.eval_prompts),
+        enable_redaction=body.enable_redaction,
     )
     agent = await agents.create_agent(
         ctx,

@@ -93,6 +93,7 @@ def to_record(
         external_storage_policy_id=row.external_storage_policy_id,
         extraction_schemas=tuple(row.extraction_schemas or ()),
         eval_prompts=tuple(row.eval_prompts or ()),
+        enable_redaction=bool(row.enable_redaction),
     )
 
 
@@ -225,6 +226,7 @@ async def insert(
         external_storage_policy_id=storage_policy.id if storage_policy else None,
         extraction_schemas=list(spec.extraction_schemas),
         eval_prompts=list(spec.eval_prompts),
+        enable_redaction=spec.enable_redaction,
         disabled_at=None,
         created_at=now,
         updated_at=now,
@@ -247,6 +249,7 @@ PATCHABLE_COLUMNS = (
     "no_input_poke_text",
     "no_input_end_conversation_sec",
     "voicemail_message",
+    "enable_redaction",
 )
 
 

@@ -80,6 +80,7 @@ class ConversationState:
     transcripts_due_at: datetime | None = None
     audio_due_at: datetime | None = None
     summary: str | None = None
+    redacted: bool = False
 
 
 COLUMNS = tuple(field.name for field in fields(ConversationState))
@@ -120,6 +121,7 @@ def to_state(row: ConversationRow) -> ConversationState:
         transcripts_due_at=row.transcripts_due_at,
         audio_due_at=row.audio_due_at,
         summary=row.summary,
+        redacted=bool(row.redacted),
     )
 
 
@@ -162,6 +164,7 @@ def to_record(
         transcripts_deleted_at=row.transcripts_deleted_at,
         audio_deleted_at=row.audio_deleted_at,
         summary=row.summary,
+        is_redacted=bool(row.redacted),
     )
 
 
@@ -367,9 +370,10 @@ async def go_live(
     end_user: str | None,
     at: datetime,
     retention: RetentionPolicy | None = None,
+    redacted: bool | None = None,
 ) -> ConversationState:
     """Make a conversation `live`, served by `instance_id`; keep a first start and end user,
-    and the retention policy it goes live with (None: the one it has).
+    and the retention policy and redaction it goes live with (None: the ones it has).
 
     `state` is current (found with `for_update`, or just created): the new state follows
     from it, and nothing is written when nothing changes.
@@ -384,6 +388,7 @@ async def go_live(
         started_at=state.started_at or at,
         end_user=state.end_user or end_user,
         retention=retention.to_json() if retention is not None else state.retention,
+        redacted=redacted if redacted is not None else state.redacted,
     )
     await _write_changes(session, state, new)
     return new

@@ -26,6 +26,7 @@ class PlaceholderRecognizer:
         prefix: str = "",  # noqa: ARG002 (no words to continue)
         partial: bool = False,
         prompt: str = "",  # noqa: ARG002 (no words to bias)
+        words: bool = False,  # noqa: ARG002 (no words to time)
     ) -> Transcript | None:
         """Return "[speech N.N s]" for the utterance's speech duration."""
         if partial:

@@ -18,9 +18,13 @@ word heard anew to the end), a last sentence that repeats the words just before 
 thousands repeated inside a number of 10^15 or more (`cut_number_loops`), and a phrase of 3 to
 8 words that ends the transcript said twice (`cut_tail_repeat`); each keeps one copy.
 Decoding is greedy (beam 1) unless `beam_size` (PARLEY_STT_BEAM_SIZE) asks for a beam
-search on finals, and without timestamps. A `prefix` (the words partial decodes
-already agreed on, when they are on) is forced onto the decoder; it saves little, as the
-encoder is most of a decode (docs/decisions.md).
+search on finals, and without timestamps. A final asked for its words' times (`words`:
+redaction tones them out of the recording) gets them as faster-whisper's `word_timestamps`
+does, from the cross-attention of the alignment heads (`find_alignment`, one more decoder
+pass over the words on the same encoder output, punctuation merged into its word), mapped
+onto the words of the transcript as the guards below left it (`timed_words`). A `prefix`
+(the words partial decodes already agreed on, when they are on) is forced onto the decoder;
+it saves little, as the encoder is most of a decode (docs/decisions.md).
 Finals that wait in the queue together are decoded in one call (`_decode_many`: one
 encoder and one decoder pass over the batch), which drains a queue of many conversations'
 turns faster than one at a time; partials run alone, and only when the queue is idle.
@@ -36,10 +40,12 @@ reports `en`.
 
 from __future__ import annotations
 
+import difflib
 import json
 import logging
 import re
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -47,7 +53,7 @@ from typing import Any
 import anyio.to_thread
 import numpy as np
 
-from parley.engine.base import Transcript, Utterance
+from parley.engine.base import Transcript, Utterance, Word
 from parley.engine.errors import RecognizerUnavailable
 from parley.engine.recognizers.models import model_languages, resolve_model
 from parley.engine.recognizers.queue import RecognitionQueue, Timed
@@ -63,6 +69,10 @@ _LOOP_REPEATS = 3  # a phrase said this many times in a row is a loop (cut_loops
 _models: dict[tuple[str, int], Any] = {}
 _warm: set[int] = set()  # id() of the models that decoded once
 _models_lock = threading.Lock()
+_PREPEND = "\"'“¿([{-"  # faster-whisper's defaults: punctuation joined to the next word
+_APPEND = "\"'.\u3002,\uff0c!\uff01?\uff1f:\uff1a\u201d)]}\u3001"  # ... and to the one before
+_Decoded = tuple[str, str, tuple[Word, ...]]
+"""One utterance's words, the language heard, and the words' times when asked."""
 
 
 def check_model_dir(spec: str | Path) -> None:
@@ -157,7 +167,7 @@ class WhisperRecognizer:
             return
         silence = np.zeros(self.sample_rate, dtype=np.float32)
 
-        def decode_silence() -> tuple[str, str]:
+        def decode_silence() -> _Decoded:
             return self._decode_many([_Request(silence, "en", "", "", final=False)])[0]
 
         await self._queue.run(decode_silence)
@@ -171,16 +181,20 @@ class WhisperRecognizer:
         prefix: str = "",
         partial: bool = False,
         prompt: str = "",
+        words: bool = False,
     ) -> Transcript | None:
         """Decode one utterance at 16 kHz; None when a partial was skipped (queue busy).
 
         `prompt` (the agent's keywords) is given to Whisper as its initial prompt, the text
-        it takes as what came before, which makes those spellings likelier.
+        it takes as what came before, which makes those spellings likelier. `words` (a final
+        only) times the words too (`Transcript.words`).
         """
         if self._model is None:
             await self.warm_up()
-        request = _Request(utterance.samples, language, prefix, prompt, final=not partial)
-        timed: Timed[tuple[str, str]] | None
+        request = _Request(
+            utterance.samples, language, prefix, prompt, final=not partial, words=words
+        )
+        timed: Timed[_Decoded] | None
         if partial:
             timed = await self._queue.run(lambda: self._decode_many([request])[0], partial=True)
             if timed is None:
@@ -189,23 +203,25 @@ class WhisperRecognizer:
             timed = await self._queue.run_batched(
                 self._decode_many, request, key=batch_key(request.prompt)
             )
-        text, heard = timed.value
+        text, heard, timings = timed.value
         return Transcript(
             text,
             heard,
             queue_seconds=timed.queue_seconds,
             compute_seconds=timed.compute_seconds,
+            words=timings,
         )
 
     async def aclose(self) -> None:
         """Stop the queue's worker thread (the model stays cached for the process)."""
         self._queue.close()
 
-    def _decode_many(self, requests: list[_Request]) -> list[tuple[str, str]]:
+    def _decode_many(self, requests: list[_Request]) -> list[_Decoded]:
         """Decode utterances in one call of the encoder and one of the decoder: each gets its
-        words and the language heard. Each utterance is padded with silence to the longest
-        one's length plus the usual padding; all must have prompts of one length (CTranslate2
-        wants the start token at one position), which `batch_key` groups."""
+        words and the language heard (and, asked for, their times). Each utterance is padded
+        with silence to the longest one's length plus the usual padding; all must have
+        prompts of one length (CTranslate2 wants the start token at one position), which
+        `batch_key` groups."""
         import ctranslate2
         from faster_whisper.tokenizer import Tokenizer
 
@@ -262,12 +278,12 @@ class WhisperRecognizer:
             if multilingual and any(r.final for r in requests)
             else None
         )
-        out: list[tuple[str, str]] = []
+        out: list[_Decoded] = []
         for index, (request, tokenizer, result) in enumerate(
             zip(requests, tokenizers, results, strict=True)
         ):
             if result.no_speech_prob > _NO_SPEECH:
-                out.append(("", request.language))
+                out.append(("", request.language, ()))
                 continue
             # The result holds the prompt's text tokens too (the forced prefix), not its
             # specials.
@@ -279,8 +295,44 @@ class WhisperRecognizer:
                 heard = heard_language(detected[index], request.language)
             text = tokenizer.decode(words).strip()
             text = cut_decoder_repeats(text)
-            out.append((text, heard))
+            timings: tuple[Word, ...] = ()
+            if request.words and request.final and text:
+                aligned = self._align(encoded, index, len(requests), tokenizer, words, request)
+                timings = timed_words(text, aligned)
+            out.append((text, heard, timings))
         return out
+
+    def _align(
+        self,
+        encoded: Any,
+        index: int,
+        batch: int,
+        tokenizer: Any,
+        tokens: list[int],
+        request: _Request,
+    ) -> list[Word]:
+        """The times of the decoded `tokens`' words (faster-whisper's `word_timestamps`),
+        in seconds of the utterance's audio; none if the alignment fails (the listener then
+        times the whole utterance)."""
+        import ctranslate2
+        from faster_whisper.transcribe import merge_punctuations
+
+        model = self._model
+        if batch > 1:  # this utterance's encoder output alone
+            one = np.ascontiguousarray(np.asarray(encoded)[index : index + 1])
+            encoded = ctranslate2.StorageView.from_array(one)
+        frames = request.audio.size // model.feature_extractor.hop_length
+        try:
+            (alignment,) = model.find_alignment(tokenizer, [tokens], encoded, frames)
+        except (RuntimeError, ValueError, IndexError):
+            logger.warning("the words of an utterance could not be timed", exc_info=True)
+            return []
+        merge_punctuations(alignment, _PREPEND, _APPEND)
+        return [
+            Word(str(timing["word"]).strip(), float(timing["start"]), float(timing["end"]))
+            for timing in alignment
+            if str(timing["word"]).strip()
+        ]
 
 
 @dataclass(frozen=True)
@@ -292,6 +344,40 @@ class _Request:
     prefix: str
     prompt: str
     final: bool  # a turn's final decode: asks the language, may use beams
+    words: bool = False  # a final whose words are timed too
+
+
+def timed_words(text: str, aligned: Sequence[Word]) -> tuple[Word, ...]:
+    """The words of `text` (split at spaces), each with the time of the `aligned` word it
+    is; compared as the repeat guards compare words, since those guards may have cut or
+    changed words after the decoder. A word of `text` that matches none takes the time of
+    the aligned words it replaced, else the time between its neighbours. None at all:
+    nothing was aligned."""
+    said = text.split()
+    if not aligned or not said:
+        return ()
+    matcher = difflib.SequenceMatcher(
+        a=_word_keys(said), b=_word_keys([word.text for word in aligned]), autojunk=False
+    )
+    times: list[tuple[float, float] | None] = [None] * len(said)
+    for kind, first, last, other_first, other_last in matcher.get_opcodes():
+        if kind == "equal":
+            for offset in range(last - first):
+                match = aligned[other_first + offset]
+                times[first + offset] = (match.start, match.end)
+        elif kind == "replace":
+            span = (aligned[other_first].start, aligned[other_last - 1].end)
+            for at in range(first, last):
+                times[at] = span
+    timed: list[Word] = []
+    for at, word in enumerate(said):
+        time = times[at]
+        if time is None:  # between the words around it
+            before = timed[-1].end if timed else aligned[0].start
+            after = next((t[0] for t in times[at + 1 :] if t is not None), aligned[-1].end)
+            time = (before, max(before, after))
+        timed.append(Word(word, time[0], time[1]))
+    return tuple(timed)
 
 
 def batch_key(prompt: str) -> str:

@@ -20,6 +20,7 @@ same audio always gives the same turns.
 
 from __future__ import annotations
 
+import bisect
 import enum
 import math
 from collections import deque
@@ -231,26 +232,44 @@ class TurnAudio:
         `keep_gap_s` is cut to that length, its two ends kept: Whisper tends to stop
         transcribing after a long pause inside its input.
         """
+        return self.placed_turn(until, padded=padded, gaps=gaps, keep_gap_s=keep_gap_s)[0]
+
+    def placed_turn(
+        self,
+        until: float | None = None,
+        *,
+        padded: bool = True,
+        gaps: Sequence[tuple[float, float]] = (),
+        keep_gap_s: float = 0.3,
+    ) -> tuple[Samples, tuple[tuple[float, float], ...]]:
+        """`turn`, and where its audio lies in the stream: for each part that follows
+        another without a cut, (where it starts in the turn's audio, where in stream time),
+        in seconds, in order (`stream_time` reads them)."""
         first = self._start if self._start is not None else 0
         pad = self._pad if padded else 0
         last = self._received if until is None else round(until * self.rate) + pad
         last = min(last, self._received)
         parts = [chunk for _, chunk in self._chunks]
         if not parts or last <= first:
-            return np.zeros(0, dtype=np.float32)
+            return np.zeros(0, dtype=np.float32), ()
         origin = self._chunks[0][0]
         audio = np.concatenate(parts)
         begin = max(first - origin, 0)
         audio = audio[begin : last - origin]
+        places = [(0, origin + begin)]
         if gaps:
-            audio = self._shortened(audio, origin + begin, gaps, keep_gap_s)
-        return np.array(audio, dtype=np.float32)
+            audio, places = self._shortened(audio, origin + begin, gaps, keep_gap_s)
+        return np.array(audio, dtype=np.float32), tuple(
+            (at / self.rate, stream / self.rate) for at, stream in places
+        )
 
     def _shortened(
         self, audio: Samples, first: int, gaps: Sequence[tuple[float, float]], keep_s: float
-    ) -> Samples:
+    ) -> tuple[Samples, list[tuple[int, int]]]:
         keep = round(keep_s * self.rate)
         kept: list[Samples] = []
+        places = [(0, first)]  # (sample of the shortened audio, sample of the stream)
+        length = 0
         at = 0
         for start, end in gaps:
             cut_from = round(start * self.rate) - first + keep // 2
@@ -258,10 +277,22 @@ class TurnAudio:
             if cut_from < at or cut_to <= cut_from:
                 continue  # shorter than keep_s, or overlapping the one before
             kept.append(audio[at:cut_from])
+            length += cut_from - at
+            places.append((length, first + cut_to))
             at = cut_to
         kept.append(audio[at:])
-        return np.concatenate(kept)
+        return np.concatenate(kept), places
 
     def _drop_before(self, sample: int) -> None:
         while self._chunks and self._chunks[0][0] + self._chunks[0][1].size <= sample:
             self._chunks.popleft()
+
+
+def stream_time(places: Sequence[tuple[float, float]], seconds: float) -> float:
+    """Where `seconds` into a turn's audio lies in stream time, by `placed_turn`'s places
+    (none: the same)."""
+    index = bisect.bisect_right([at for at, _ in places], seconds) - 1
+    if index < 0:
+        return seconds if not places else places[0][1] + seconds - places[0][0]
+    at, stream = places[index]
+    return stream + seconds - at

@@ -94,6 +94,8 @@ class Configure:
     external_storage_policy: str | Unset | None = UNSET
     """Where its recording goes (API.md section 16): a policy of the agent's project by
     name; UNSET: the agent's policy; None: no external storage."""
+    enable_redaction: bool | None = None
+    """Personal data kept only as tags (API.md section 16); None: its agent's setting."""
     resume_note: str | None = None
     """A caller back from a transfer that was not answered: the conversation goes on live,
     with its history, and the model gets this note (services/transfers.py rule 4)."""

@@ -16,34 +16,49 @@ after the socket opened) would otherwise shift the whole user channel late. An a
 starts when it is sent (the engine paces its audio at most `playback_lead_s` ahead of
 playback) or right after the chunk before it, whichever is later, which is when the listener
 hears it. A barge-in (`InterruptedResponse`) cuts what was sent but not yet played.
+
+With redaction (API.md section 16) the recording holds a 1 kHz tone where personal data was
+said, and during the call that costs a list append too: the user's timed words (each
+InputText's `words`, in input-stream time) are kept, and an agent piece keeps the sentence it
+begins (`AudioChunk.text`). `render` redacts them (`parley.redaction`): on the user's
+channel, the times of the words a tag replaced (`tone_spans`), widened by `TONE_MARGIN_S`
+on each side (Whisper's word times are off by up to a few hundred ms) and brought onto the
+timeline through the pieces placed (the input stream is the user's pieces end to end); on
+the agent's channel, every piece of a sentence a tag replaced part of: synthesis gives no
+word times, so the whole sentence is toned, more than needed but nothing less.
 """
 
 from __future__ import annotations
 
 import io
+import math
 import wave
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from parley import engine
 from parley.engine import audio
+from parley.redaction import join_words, redact, tone_out, tone_spans
 
 CHANNELS = 2
 USER_GAP_SECONDS = 0.5
 """A user frame arriving this much later than the stream so far ends a gap of silence."""
 SAMPLE_WIDTH = 2
+TONE_MARGIN_S = 0.25
+"""How much before and after the times of redacted words the user's channel is toned too."""
 
 
 @dataclass
 class _Piece:
     """Wire bytes placed on the timeline at `start`, `length` samples long (both at the
-    recording's rate)."""
+    recording's rate); an agent piece that begins a sentence holds it (`text`)."""
 
     start: int
     data: bytes
     length: int
+    text: str = ""
 
 
 class Recorder:
@@ -54,7 +69,15 @@ class Recorder:
         input_format: engine.AudioFormat,
         output_format: engine.AudioFormat,
         clock: Callable[[], float],
+        *,
+        redact: bool = False,
     ) -> None:
+        """`redact`: tone out what redaction replaces (see the module doc)."""
+        self._redact = redact
+        self._said: list[Sequence[engine.Word]] = []
+        """The user's timed words, one utterance each (kept with `redact` only)."""
+        self._sentence = ""
+        """A sentence whose first chunk held no audio: its next piece begins it."""
         self._in = input_format
         self._out = output_format
         self._clock = clock
@@ -91,17 +114,23 @@ class Recorder:
         self._user_origin = min(self._user_origin, now - self._user_end)
 
     def observe(self, event: engine.EngineEvent) -> None:
-        """Place the agent's audio (`AudioChunk`) as it is sent; cut it at a barge-in."""
+        """Place the agent's audio (`AudioChunk`) as it is sent; cut it at a barge-in; keep
+        the user's timed words when redacting."""
         if isinstance(event, engine.AudioChunk):
             samples, data = _whole_samples(self._out, event.audio)
+            text = event.text or self._sentence
             if samples == 0:
+                self._sentence = text  # the sentence begins with the next audio
                 return
+            self._sentence = ""
             length = self._at_rate(samples)
             start = max(self._agent_end, self._now())
-            self._agent.append(_Piece(start, data, length))
+            self._agent.append(_Piece(start, data, length, text))
             self._agent_end = start + length
         elif isinstance(event, engine.InterruptedResponse):
             self._cut(self._now())
+        elif isinstance(event, engine.InputText) and self._redact and event.words:
+            self._said.append(event.words)
 
     def render(self) -> bytes:
         """The WAV file: decode, resample and mix (CPU work: call it in a worker thread)."""
@@ -112,10 +141,14 @@ class Recorder:
         starts = [pieces[0].start for pieces in (user, self._agent) if pieces]
         shift = -min(starts, default=0)  # the timeline starts with the first sound either way
         user = [_Piece(piece.start + shift, piece.data, piece.length) for piece in user]
-        agent = [_Piece(piece.start + shift, piece.data, piece.length) for piece in self._agent]
+        agent = [replace(piece, start=piece.start + shift) for piece in self._agent]
         total = max([piece.start + piece.length for piece in (user[-1:] + agent[-1:])], default=0)
         left = _channel(user, self._in, self.sample_rate, total)
         right = _channel(agent, self._out, self.sample_rate, total)
+        if self._redact:
+            rate = self.sample_rate
+            left = _toned(left, rate, self._user_tones(user))
+            right = _toned(right, rate, _agent_tones(agent, rate))
         frames = np.empty(total * CHANNELS, dtype="<i2")
         frames[0::2] = left
         frames[1::2] = right
@@ -126,6 +159,19 @@ class Recorder:
             file.setframerate(self.sample_rate)
             file.writeframes(frames.tobytes())
         return out.getvalue()
+
+    def _user_tones(self, user: list[_Piece]) -> list[tuple[float, float]]:
+        """The times on the timeline (seconds) of what redaction replaced of the user's
+        words: their input-stream times, widened, brought through the pieces placed."""
+        rate = self.sample_rate
+        intervals = []
+        for words in self._said:
+            spans = redact(join_words(words)).spans
+            for start, end in tone_spans(words, spans):
+                first = round(max(0.0, start - TONE_MARGIN_S) * rate)
+                last = round((end + TONE_MARGIN_S) * rate)
+                intervals.append((_placed(user, first) / rate, _placed(user, last) / rate))
+        return intervals
 
     def _cut(self, at: int) -> None:
         """Drop the agent's audio after `at`: sent, never played."""
@@ -147,6 +193,66 @@ class Recorder:
 
     def _at_rate(self, samples: int) -> int:
         return round(samples * self.sample_rate / self._out.sample_rate)
+
+
+def _placed(pieces: list[_Piece], sample: int) -> int:
+    """Where sample `sample` of the input stream (the pieces end to end) lies on the
+    timeline; past the last piece, as far after its end."""
+    passed = 0
+    for piece in pieces:
+        if sample < passed + piece.length:
+            return piece.start + max(0, sample - passed)
+        passed += piece.length
+    last = pieces[-1] if pieces else _Piece(0, b"", 0)
+    return last.start + last.length + sample - passed
+
+
+def _agent_tones(pieces: list[_Piece], rate: int) -> list[tuple[float, float]]:
+    """The times on the timeline (seconds) of the agent's sentences that redaction changes:
+    a sentence's pieces run from the one that begins it to the next that begins one. The
+    sentences are redacted as one text, as the items store them, so a number the sentence
+    splitter cut in two is still found."""
+    said = ""
+    places: list[tuple[int, int]] = []  # each sentence's characters in `said`
+    for piece in pieces:
+        if piece.text:
+            said += " " if said else ""
+            places.append((len(said), len(said) + len(piece.text)))
+            said += piece.text
+    spans = redact(said).spans
+    changed = iter([any(s < last and first < e for s, e, _ in spans) for first, last in places])
+    intervals = []
+    toning = False
+    for piece in pieces:
+        if piece.text:
+            toning = next(changed)
+        if toning:
+            intervals.append((piece.start / rate, (piece.start + piece.length) / rate))
+    return intervals
+
+
+def _toned(
+    channel: np.ndarray[tuple[int], np.dtype[np.int16]],
+    rate: int,
+    intervals: list[tuple[float, float]],
+) -> np.ndarray[tuple[int], np.dtype[np.int16]]:
+    """The channel with `intervals` (seconds) replaced by the tone (`tone_out`), each
+    stretch decoded and toned alone: a long call's channel is not copied as floats."""
+    merged: list[tuple[float, float]] = []
+    for start, end in sorted(intervals):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    for start, end in merged:  # the samples `tone_out` covers: floor of start, ceil of end
+        first = max(0, math.floor(start * rate))
+        last = min(channel.size, math.ceil(end * rate))
+        if last <= first:
+            continue
+        part = audio.pcm16_to_float(channel[first:last])
+        toned = tone_out(part, rate, [(0.0, part.size / rate)])
+        channel[first:last] = audio.float_to_pcm16(toned)
+    return channel
 
 
 def _whole_samples(fmt: engine.AudioFormat, data: bytes) -> tuple[int, bytes]:

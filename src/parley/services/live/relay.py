@@ -10,6 +10,7 @@ from parley import engine
 from parley.services import conversations
 from parley.services.context import Context
 from parley.services.live.analysis import TurnAnalysis
+from parley.services.live.redacting import redact_text
 from parley.services.live.tools import ConversationTools, Emit
 
 NOT_SENT: Final = (engine.AssistantHandedOff,)
@@ -23,6 +24,9 @@ class Relay:
     The assistant's item is what it said: the sentences of a finished response, or, for an
     interrupted one, what the listener had heard (InterruptedResponse's text, or what the
     wire acknowledged as played of it when the codec knows: `heard`).
+
+    With `redact` (API.md section 16) an item's words are stored with personal data replaced
+    by tags (redacting.py); the events emitted keep the words as heard.
     """
 
     def __init__(
@@ -35,9 +39,12 @@ class Relay:
         tools: ConversationTools | None = None,
         heard: Callable[[str], str] | None = None,
         keeps_items: bool = True,
+        redact: bool = False,
     ) -> None:
-        """`keeps_items` False: zero data retention (API.md section 16), nothing stored."""
+        """`keeps_items` False: zero data retention (API.md section 16), nothing stored;
+        `redact`: personal data stored only as tags (the tools redact their records)."""
         self._keeps_items = keeps_items
+        self._redact = redact
         self._ctx = ctx
         self._heard = heard
         self._tools = tools
@@ -78,6 +85,6 @@ class Relay:
                 org_id=self._org_id,
                 conversation_id=self._conversation_id,
                 role=role,
-                text=text,
+                text=redact_text(text) if self._redact else text,
                 tool_calls=calls,
             )

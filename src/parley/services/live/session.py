@@ -508,6 +508,7 @@ class LiveSession:
             emit=self._emit,
             has_client=self._codec.client_tools,
             on_call=conversation.call_info is not None,
+            redact=setup.redact,
         )
         tools.use(setup.tools, built_ins=setup.built_ins)
         self._relay = Relay(
@@ -518,32 +519,37 @@ class LiveSession:
             tools=tools,
             heard=self._codec.heard if isinstance(self._codec, codec.KnowsPlayback) else None,
             keeps_items=not setup.retention.zero_data_retention,
+            redact=setup.redact,
         )
         if history:  # the conversation goes on: so do its figures
             self._relay.analysis.latencies_ms.extend(conversation.latencies_ms)
             self._relay.analysis.interruptions_count = conversation.interruptions_count
         self._voice_id = event.voice_id or agent.voice_id
+        input_format = engine.AudioFormat.parse(event.input_format or agent.audio_format)
+        output_format = engine.AudioFormat.parse(event.output_format or agent.audio_format)
+        self._storage_policy_id = setup.storage_policy_id
+        recording_kept = self._ctx.recordings is not None or setup.storage_policy_id is not None
+        if recording_kept and not setup.retention.zero_data_retention:
+            self._recorder = Recorder(
+                input_format, output_format, self._ctx.clock.monotonic, redact=setup.redact
+            )
         config = engine.SessionConfig(
             agent_name=agent.name,
             system_prompt=setup.system_prompt,
             welcome_message=setup.welcome_message,
             voice_id=event.voice_id or agent.voice_id,
-            input_format=engine.AudioFormat.parse(event.input_format or agent.audio_format),
-            output_format=engine.AudioFormat.parse(event.output_format or agent.audio_format),
+            input_format=input_format,
+            output_format=output_format,
             language=agent.language,
             tools=tools.definitions(),
             keywords=agent.boosted_keywords,
             hold_welcome=event.wait_for_callee,
             history=history,
+            # The recording's tone needs the times of the user's words (redaction).
+            word_timings=self._recorder is not None and setup.redact,
         )
         if event.wait_for_callee:
             self._callee = Callee(voicemail_message=setup.voicemail_message)
-        self._storage_policy_id = setup.storage_policy_id
-        recording_kept = self._ctx.recordings is not None or setup.storage_policy_id is not None
-        if recording_kept and not setup.retention.zero_data_retention:
-            self._recorder = Recorder(
-                config.input_format, config.output_format, self._ctx.clock.monotonic
-            )
         self._created = self._factory.create(config, tool_runner=tools)
         playback = self._codec
         self._silence = SilenceTimer(

@@ -35,6 +35,9 @@ class Setup:
     """The external storage policy its recording goes to (API.md section 16): the one the
     config names, else the agent's; None: the server's recordings directory. Its settings,
     credentials unsealed, come from `services.storage_policies.policy_store_settings`."""
+    redact: bool = False
+    """Personal data kept only as tags (API.md section 16): the config's
+    `enable_redaction`, else the agent's."""
 
     @classmethod
     async def check(cls, ctx: Context, frame: codec.Configure, agent: Agent) -> Setup:
@@ -65,6 +68,7 @@ class Setup:
             voicemail_message=voicemail if frame.wait_for_callee else None,
             retention=_given(frame.data_retention_policy, agent.data_retention_policy),
             storage_policy_id=await _storage_policy_id(ctx, frame, agent),
+            redact=_given(frame.enable_redaction, agent.enable_redaction),
         )
 
 

@@ -58,10 +58,12 @@ async def start(ctx: Context, handshake: Handshake, event: codec.Configure) -> S
         project=project,
         end_user=token.sub if token is not None else None,
         retention=event.data_retention_policy,
+        redact=event.enable_redaction,
     )
     if agent.updated_at != checked.updated_at:  # changed meanwhile: check it again
         setup = await Setup.check(ctx, event, agent)
         silence = settings_for(agent, event)
+    setup = dataclasses.replace(setup, redact=conversation.is_redacted)  # as it went live
     return Started(conversation, agent, event, setup, silence)
 
 
@@ -76,7 +78,11 @@ async def _resume(
         conversation_id=handshake.conversation_id or "",
     )
     event = dataclasses.replace(event, template_variables=dict(conversation.template_variables))
-    setup = dataclasses.replace(await Setup.check(ctx, event, agent), welcome_message=None)
+    setup = dataclasses.replace(
+        await Setup.check(ctx, event, agent),
+        welcome_message=None,
+        redact=conversation.is_redacted,  # as it went live first
+    )
     history = tuple(
         engine.Turn("user" if item.role == "user" else "assistant", item.text)
         for item in conversation.items

@@ -21,7 +21,9 @@ Messages leave as events through the session's codec (`emit`), never as frames. 
 call the client gets ToolCallProcessed (`tool_call_output_processed`), and the call joins the
 ToolCalls stored on the assistant item of its turn (`take_calls`); an output that arrives
 after that item was stored (an async tool, or a sync tool whose reply was interrupted)
-updates the stored call (`conversations.update_tool_call_output`).
+updates the stored call (`conversations.update_tool_call_output`). With `redact` (API.md
+section 16) the records are stored redacted (redacting.py); the model, the tool and the
+client get the call as made.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from parley.services import tools as tool_service
 from parley.services.context import Context
 from parley.services.live import codec, handoffs
 from parley.services.live.codec import InlineTool
+from parley.services.live.redacting import redact_tool_call
 from parley.services.webhook_tools import call_webhook_tool
 
 log = logging.getLogger(__name__)
@@ -85,8 +88,10 @@ class ConversationTools:
         emit: Emit,
         has_client: bool = True,
         on_call: bool = False,
+        redact: bool = False,
     ) -> None:
         self._ctx = ctx
+        self._redact = redact
         self._org_id = org_id
         self._conversation_id = conversation_id
         self._emit = emit
@@ -181,14 +186,19 @@ class ConversationTools:
         return taken
 
     def take_calls(self) -> tuple[ToolCall, ...]:
-        """The calls not yet stored on an item, in order; marks them stored."""
+        """The calls not yet stored on an item, in order, as they are stored (redacted when
+        the conversation is); marks them stored."""
         taken = []
         for engine_id in self._order:
             state = self._calls[engine_id]
             if not state.stored:
                 state.stored = True
-                taken.append(state.record)
+                taken.append(self._kept(state.record))
         return tuple(taken)
+
+    def _kept(self, record: ToolCall) -> ToolCall:
+        """A call's record as the conversation stores it."""
+        return redact_tool_call(record) if self._redact else record
 
     # --- the two kinds of call ----------------------------------------------------------
 
@@ -275,7 +285,7 @@ class ConversationTools:
                     self._ctx,
                     org_id=self._org_id,
                     conversation_id=self._conversation_id,
-                    tool_call=record,
+                    tool_call=self._kept(record),
                 )
             except ParleyError:
                 log.warning("could not store the output of tool call %s", record.id)
