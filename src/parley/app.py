@@ -44,7 +44,6 @@ from parley.composition.options import engine_options, runtime_options
 from parley.composition.webhook_sender import SenderAddress, handing_to_sender
 from parley.config import Settings, trusted_proxy_list
 from parley.engine import EngineFactory, build_engine_factory
-from parley.services import post_call
 from parley.services.housekeeping import housekeeping
 from parley.services.webhook_delivery import WorkerOptions, delivery_worker
 from parley.web import install_dashboard
@@ -100,7 +99,6 @@ def create_app(
                 open_context(runtime_options(settings), clock=clock or SystemClock())
             )
             app.state.context = ctx
-            stack.push_async_callback(post_call.drain)  # before the context closes
             app.state.timer = await stack.enter_async_context(housekeeping(ctx))
             # Events out (API.md 14): under `parley serve` the instance's webhook sender
             # process sends them; otherwise this process's worker (stopped first).

@@ -5,10 +5,12 @@ store is chosen here, and only here."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
+from typing import Any
 
 from parley.clock import Clock
 from parley.composition.options import RuntimeOptions, new_instance_id
@@ -19,6 +21,7 @@ from parley.jwt import CachedIssuerResolver, JwksFetcher, KeyCache
 from parley.outbound import AddressPolicy, OutboundClient, TwilioCalls
 from parley.recordings.directory import DirectoryStore
 from parley.sealing import open_secret_box
+from parley.services import post_call
 from parley.services.context import Context, Instance, JwtRuntime
 from parley.services.credential_cache import MAX_ENTRIES, CredentialCache
 from parley.services.jwt_adapters import DatabaseKeySetStore, IssuerDirectory
@@ -120,7 +123,11 @@ async def open_context(options: RuntimeOptions, *, clock: Clock) -> AsyncIterato
         read_model = ReadModel(stores.changes)
         read_model.attach(database)  # its commits are announced from the start
         stack.push_async_callback(read_model.aclose)  # before the Redis client closes
+        background: set[asyncio.Task[Any]] = set()
+        # The work after calls still under way ends first, while everything it uses is open.
+        stack.push_async_callback(post_call.drain, background)
         yield Context(
+            background=background,
             db=database,
             clock=clock,
             jwt=runtime,

@@ -9,6 +9,7 @@ no use case and no adapter.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
@@ -146,6 +147,9 @@ class Context(DatabaseContext):
     composition root gives it the Redis change feed."""
     outbox_bell: OutboxBell = field(default_factory=OutboxBell)
     """Rung after a commit that wrote webhook deliveries (services/webhook_delivery.py)."""
+    background: set[asyncio.Task[Any]] = field(default_factory=set)
+    """Work this instance started after a conversation's end (services/post_call.py: the
+    recording kept, then the analysis), until it is done or the server drains it."""
     recordings: RecordingStore | None = None
     """Where recordings are kept (API.md section 16): PARLEY_RECORDINGS_DIR's directory;
     None where there is none (PostgreSQL without the setting)."""

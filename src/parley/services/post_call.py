@@ -69,7 +69,7 @@ def later(
             )
         await run(ctx, org_id=org_id, conversation_id=conversation_id)
 
-    _track(work(), name=f"after-call-{conversation_id}")
+    _track(ctx, work(), name=f"after-call-{conversation_id}")
 
 
 def keep_recording_later(
@@ -83,6 +83,7 @@ def keep_recording_later(
     """Keep a recording in the background, with no work after it (a call handed over to
     another agent goes on: its work comes when it ends)."""
     _track(
+        ctx,
         recordings.keep(
             ctx,
             org_id=org_id,
@@ -144,24 +145,27 @@ async def _work(ctx: Context, claimed: conversation_repo.PostCall) -> bool:
     return True
 
 
-_pending: set[asyncio.Task[Any]] = set()
-"""The work started in the background (`later`), until `drain`."""
-
-
-def _track(work: Coroutine[Any, Any, object], *, name: str) -> None:
+def _track(ctx: Context, work: Coroutine[Any, Any, object], *, name: str) -> None:
     task = asyncio.create_task(work, name=name)
-    _pending.add(task)
+    ctx.background.add(task)
+    task.add_done_callback(ctx.background.discard)
     task.add_done_callback(_finished)
 
 
 def _finished(task: asyncio.Task[Any]) -> None:
-    _pending.discard(task)
     if not task.cancelled() and (error := task.exception()) is not None:
         log.error("the work after a call failed (the timer tries again)", exc_info=error)
 
 
-async def drain() -> None:
-    """Wait (`DRAIN_SECONDS` at most) for the work under way: a stopping server keeps the
-    recordings of the conversations its shutdown ended."""
-    if _pending:
-        await asyncio.wait(set(_pending), timeout=DRAIN_SECONDS)
+async def drain(background: set[asyncio.Task[Any]]) -> None:
+    """Wait (`DRAIN_SECONDS` at most) for the work under way (a context's `background`,
+    as it closes): a stopping server keeps the recordings of the conversations its shutdown
+    ended. What is left then is cancelled before the database closes (its upload, or its
+    work, waits in the database for the timers of the instances still running)."""
+    if not background:
+        return
+    _, late = await asyncio.wait(set(background), timeout=DRAIN_SECONDS)
+    for task in late:
+        task.cancel()
+    if late:
+        await asyncio.wait(late, timeout=DRAIN_SECONDS)
