@@ -18,7 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 from tests.carrier import MediaStream, SimulatedCarrier
-from tests.cli.test_startup_errors import free_port
+from tests.cli.test_startup_errors import free_port, stop
 from tests.faults.serve_process import ServeProcess
 
 from parley.config import Settings, listening_url
@@ -53,10 +53,7 @@ def start_line(*args: str, cwd: Path, **variables: str) -> str:
                 return line.strip()
         pytest.fail(f"no `Public URL:` line: {''.join(seen)}")
     finally:
-        process.terminate()
-        process.wait(15)
-        if process.stdout is not None:
-            process.stdout.close()
+        stop(process)
 
 
 @pytest.mark.parametrize(
