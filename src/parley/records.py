@@ -281,6 +281,9 @@ class Conversation:
     audio_deleted_at: datetime | None = None
     summary: str | None = None
     """A few sentences by the language model (API.md section 16); None until written."""
+    zero_data_retention: bool = False
+    """Whether it went live under zero data retention (API.md section 16): no item text,
+    recording or summary of it is ever stored."""
 
     @property
     def duration_ms(self) -> int | None:

@@ -162,6 +162,7 @@ def to_record(
         transcripts_deleted_at=row.transcripts_deleted_at,
         audio_deleted_at=row.audio_deleted_at,
         summary=row.summary,
+        zero_data_retention=RetentionPolicy.from_json(row.retention).zero_data_retention,
     )
 
 
