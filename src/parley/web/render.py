@@ -168,6 +168,10 @@ NOTICES = {
     "delivery_retried": "Delivery sent again.",
     "extraction_made": "Extraction done: its fields are listed below.",
     "evaluation_made": "Evaluation done: its result is listed below.",
+    "schema_created": "Extraction schema created.",
+    "schema_updated": "Extraction schema saved.",
+    "schema_deleted": "Extraction schema deleted: the extractions made with it stay.",
+    "eval_prompt_created": "Evaluation prompt created.",
 }
 
 

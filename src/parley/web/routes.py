@@ -19,6 +19,7 @@ from parley.services import dashboard as dashboard_service
 from parley.services.voices import cached_catalog, list_voices
 from parley.web import (
     agent_forms,
+    analysis,
     conversation,
     forms,
     pages,
@@ -67,6 +68,7 @@ def install_dashboard(app: FastAPI, *, secure_cookies: bool) -> None:
     app.include_router(router)
     app.include_router(pages.router)
     app.include_router(conversation.router)
+    app.include_router(analysis.router)
     app.include_router(tools.router)
     app.include_router(webhooks.router)
     app.include_router(phone.router)
