@@ -289,6 +289,9 @@ class Conversation:
     is_redacted: bool = False
     """It ran with redaction on (API.md section 16): what it keeps has personal data
     replaced by tags, and its recording a tone where that was said."""
+    zero_data_retention: bool = False
+    """Whether it went live under zero data retention (API.md section 16): no item text,
+    recording or summary of it is ever stored."""
 
     @property
     def duration_ms(self) -> int | None:

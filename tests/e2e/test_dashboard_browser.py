@@ -9,7 +9,9 @@ page, in order, with the actor. The tools story: create a webhook tool and see i
 secret once, give it to an agent, see the refused delete. The phone and webhooks story: set
 the Twilio account and see the voice URL and the agent's number; create a webhook and see its
 secret once, see a delivery to a failing receiver on loopback fail, send it again and see it
-delivered. With PARLEY_DOCS_SCREENSHOTS=1 the pages are saved into docs/images/.
+delivered. A recording on a conversation's page loads in Chromium (the page's policy lets
+its <audio> fetch the signed URL). With PARLEY_DOCS_SCREENSHOTS=1 the pages are saved into
+docs/images/.
 """
 
 from __future__ import annotations
@@ -29,12 +31,14 @@ from playwright.async_api import Browser, Page, async_playwright
 from parley.app import create_app
 from parley.jwt import generate_key_pair, import_jwk
 from parley.records import ToolCall
-from parley.services import conversations
-from tests import databases
-from tests.e2e.conftest import Server
+from parley.services import conversations, endings, recordings
+from tests import databases, factories
+from tests.e2e.conftest import Server, serving
 from tests.e2e.test_browser_example import chromium_path
 from tests.factories import make_org
 from tests.jwks_server import JwksServer, running_jwks_server
+from tests.ports import free_port
+from tests.web.test_conversation_page import wav_bytes
 from tests.webhook_receiver import Reply, running_receiver
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
@@ -489,3 +493,52 @@ async def test_dashboard_phone_and_webhooks_story(
         assert "Send again" not in await page.inner_text("#deliveries")
         assert len(receiver.requests) == 3
     assert errors == []
+
+
+LOADED_METADATA = """audio => new Promise((resolve, reject) => {
+  audio.addEventListener('loadedmetadata', () => resolve(audio.duration), {once: true});
+  audio.addEventListener('error', () => reject(new Error('audio error ' + audio.error.code)));
+  audio.preload = 'metadata';  // the page says "none": nothing loads before play
+  audio.load();
+})"""
+
+
+@pytest.mark.timeout(60)
+async def test_dashboard_conversation_recording_loads_in_chromium(
+    settings_factory: Any, chromium: Browser, tmp_path: Path
+) -> None:
+    port = free_port()  # the signed URL names PARLEY_PUBLIC_URL: this very server
+    settings = settings_factory(
+        public_url=f"http://127.0.0.1:{port}", recordings_dir=tmp_path / "recordings"
+    )
+    application = create_app(settings)
+    async with (
+        application.router.lifespan_context(application),
+        serving(application, port) as server,
+    ):
+        ctx = application.state.context
+        created = await make_org(ctx, "records")
+        org_id = created.org.id
+        await factories.make_agent(ctx, org_id, name="support")
+        await conversations.start_live(
+            ctx, org_id=org_id, conversation_id="call-7", create_if_missing=True,
+            agent="support", project=None, end_user=None,
+        )  # fmt: skip
+
+        async def render() -> bytes:
+            return wav_bytes(seconds=0.5)
+
+        assert await recordings.keep(ctx, org_id=org_id, conversation_id="call-7", render=render)
+        await endings.end_conversation(
+            ctx, org_id=org_id, conversation_id="call-7", ending=endings.CLIENT_CLOSED
+        )
+        page = await chromium.new_page()
+        refused: list[str] = []
+        page.on("console", lambda m: refused.append(m.text) if m.type == "error" else None)
+        await sign_in(page, server, created.api_key.secret)
+        await page.goto(f"{server.http}/dashboard/conversations/call-7")
+
+        duration = await page.eval_on_selector("#recording-audio", LOADED_METADATA)
+
+        assert duration == pytest.approx(0.5, abs=0.01)
+        assert refused == []  # no Content-Security-Policy refusal, no failed load

@@ -1,5 +1,6 @@
-"""Dashboard pages: JWT settings and the token checker, API keys, session tokens,
-conversations and the activity trail."""
+"""Dashboard pages: JWT settings and the token checker, API keys, session tokens, the list
+of conversations (a conversation's own page is web/conversation.py's) and the activity
+trail."""
 
 from __future__ import annotations
 
@@ -16,7 +17,6 @@ from parley.errors import ParleyError, ValidationFailed
 from parley.services import (
     api_keys,
     audit,
-    conversations,
     dashboard,
     jwt_config,
     session_tokens,
@@ -251,31 +251,6 @@ async def conversations_page(
     return await page(
         request, signed_in, "conversations.html", listed=listed, notice=notice(request)
     )
-
-
-@router.get("/conversations/{conversation_id}")
-async def conversation_page(
-    request: Request, signed_in: SignedIn, conversation_id: str
-) -> Response:
-    found = await conversations.get_conversation(
-        context_of(request), org_id=signed_in.org_id, conversation_id=conversation_id
-    )
-    return await page(
-        request, signed_in, "conversation.html", conversation=found, notice=notice(request)
-    )
-
-
-@router.post("/conversations/{conversation_id}/end")
-async def end_conversation(
-    request: Request, signed_in: SignedIn, _form: CheckedForm, conversation_id: str
-) -> Response:
-    await conversations.end_conversation(
-        context_of(request),
-        org_id=signed_in.org_id,
-        conversation_id=conversation_id,
-        actor=signed_in.actor,
-    )
-    return done(f"/dashboard/conversations/{conversation_id}", "conversation_ended")
 
 
 # --- activity ---------------------------------------------------------------------------

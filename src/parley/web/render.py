@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Coroutine, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -16,6 +17,7 @@ from starlette.templating import Jinja2Templates
 
 from parley import errors
 from parley.error_status import status_for
+from parley.redaction import Tag
 from parley.services import orgs
 from parley.web.agent_forms import variable_rows
 from parley.web.form_state import form_state
@@ -43,6 +45,18 @@ def code_spans(text: str) -> Markup:
     return Markup("".join(shown))  # noqa: S704 - every part was escaped above
 
 
+REDACTION_TAG = re.compile("|".join(re.escape(str(tag)) for tag in Tag))
+"""A tag that replaced personal data in a redacted text (API.md section 16, "Redaction")."""
+
+
+def redaction_marks(text: str) -> Markup:
+    """Escape `text` and mark each redaction tag in it (`[PHONE_NUMBER]`, `[EMAIL]`, …) as
+    `<mark class="redacted">`; the tags hold no character that escaping changes."""
+    escaped = str(escape(text))
+    marked = REDACTION_TAG.sub(lambda tag: f'<mark class="redacted">{tag.group(0)}</mark>', escaped)
+    return Markup(marked)  # noqa: S704 - the text was escaped above; the tags are fixed strings
+
+
 def _when(value: datetime | float | None) -> str:
     if value is None:
         return "—"
@@ -53,6 +67,7 @@ def _when(value: datetime | float | None) -> str:
 templates.env.filters["when"] = _when
 templates.env.filters["json"] = pretty_json
 templates.env.filters["code_spans"] = code_spans
+templates.env.filters["redaction_marks"] = redaction_marks
 templates.env.filters["masked_headers"] = masked_headers
 templates.env.globals["form_state"] = form_state
 templates.env.globals["variable_rows"] = variable_rows
@@ -109,13 +124,21 @@ class PageRoute(APIRoute):
 
 
 async def page(
-    request: Request, visitor: Visitor, template: str, *, status: int = 200, **context: Any
+    request: Request,
+    visitor: Visitor,
+    template: str,
+    *,
+    status: int = 200,
+    headers: Mapping[str, str] | None = None,
+    **context: Any,
 ) -> Response:
     """Render a signed-in page: the organization's name, the nav, the CSRF token, and the
     refused form (`failed`, a FailedForm) if the page answers one."""
     org = await orgs.find_org(context_of(request), id_or_name=visitor.org_id)
     values = {"org": org, "csrf": visitor.csrf, "visitor": visitor, "failed": None, **context}
-    return templates.TemplateResponse(request, template, values, status_code=status)
+    return templates.TemplateResponse(
+        request, template, values, status_code=status, headers=headers
+    )
 
 
 def done(path: str, what: str) -> RedirectResponse:
@@ -143,6 +166,12 @@ NOTICES = {
     "webhook_updated": "Webhook saved.",
     "webhook_deleted": "Webhook deleted, with its deliveries.",
     "delivery_retried": "Delivery sent again.",
+    "extraction_made": "Extraction done: its fields are listed below.",
+    "evaluation_made": "Evaluation done: its result is listed below.",
+    "schema_created": "Extraction schema created.",
+    "schema_updated": "Extraction schema saved.",
+    "schema_deleted": "Extraction schema deleted: the extractions made with it stay.",
+    "eval_prompt_created": "Evaluation prompt created.",
 }
 
 

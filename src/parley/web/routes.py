@@ -17,7 +17,16 @@ from parley.records import UNSET, Agent, AgentPatch, AgentSpec, OutboundCallRequ
 from parley.services import agents, outbound_calls
 from parley.services import dashboard as dashboard_service
 from parley.services.voices import cached_catalog, list_voices
-from parley.web import agent_forms, forms, pages, phone, tools, webhooks
+from parley.web import (
+    agent_forms,
+    analysis,
+    conversation,
+    forms,
+    pages,
+    phone,
+    tools,
+    webhooks,
+)
 from parley.web.form_state import FORM_ERRORS, FailedForm
 from parley.web.render import (
     HERE,
@@ -58,6 +67,8 @@ def install_dashboard(app: FastAPI, *, secure_cookies: bool) -> None:
     app.state.dashboard = DashboardOptions(secure_cookies=secure_cookies)
     app.include_router(router)
     app.include_router(pages.router)
+    app.include_router(conversation.router)
+    app.include_router(analysis.router)
     app.include_router(tools.router)
     app.include_router(webhooks.router)
     app.include_router(phone.router)

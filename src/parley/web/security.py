@@ -3,7 +3,9 @@
 - `Content-Security-Policy`: nothing but the dashboard's own stylesheet and images loads;
   no script runs at all (the dashboard has none), forms post only to the dashboard, and no
   page may be framed (`frame-ancestors 'none'`, and `X-Frame-Options: DENY` for older
-  browsers).
+  browsers). A page that plays a recording sends its own policy (`csp`), the same but for
+  `media-src` naming the one origin its `<audio>` loads from; the policy here is added
+  to every response that carries none.
 - `Referrer-Policy: same-origin` (`no-referrer` would make browsers send `Origin: null`
   on the dashboard's own form posts), `X-Content-Type-Options: nosniff`, and
   `Cache-Control: no-store` on pages (a created key or token must not sit in a cache).
@@ -13,6 +15,9 @@
 
 from __future__ import annotations
 
+import re
+from urllib.parse import urlsplit
+
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 PREFIX = "/dashboard"
@@ -20,13 +25,38 @@ CSP = (
     "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; "
     "frame-ancestors 'none'; base-uri 'none'"
 )
+CSP_HEADER = b"content-security-policy"
 HEADERS: list[tuple[bytes, bytes]] = [
-    (b"content-security-policy", CSP.encode()),
+    (CSP_HEADER, CSP.encode()),
     (b"x-frame-options", b"DENY"),
     (b"referrer-policy", b"same-origin"),
     (b"x-content-type-options", b"nosniff"),
 ]
 NO_STORE = (b"cache-control", b"no-store")
+
+
+_ORIGIN = re.compile(
+    r"https?://[A-Za-z0-9.\-]+(?::[0-9]{1,5})?|https?://\[[0-9A-Fa-f:.]+\](?::[0-9]{1,5})?"
+)
+
+
+def media_origin(url: str | None) -> str | None:
+    """The origin (`scheme://host[:port]`) a media URL loads from; None for no URL, or one
+    that is not plain http(s) (it would not be allowed to load, and could not break the
+    header it goes into)."""
+    if not url:
+        return None
+    try:
+        parts = urlsplit(url)
+        origin = f"{parts.scheme}://{parts.netloc}"
+    except ValueError:
+        return None
+    return origin if _ORIGIN.fullmatch(origin) else None
+
+
+def csp(*, media: str | None = None) -> str:
+    """The dashboard's policy; `media`, an origin from `media_origin`, may serve audio."""
+    return f"{CSP}; media-src {media}" if media else CSP
 
 
 class DashboardHeadersMiddleware:
@@ -47,7 +77,11 @@ class DashboardHeadersMiddleware:
 
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
-                headers = [*message.get("headers", []), *HEADERS]
+                own = message.get("headers", [])
+                # A page's own policy (`csp`) stands in for the default: a second header
+                # would only narrow the first (browsers enforce both).
+                has_policy = any(name.lower() == CSP_HEADER for name, _ in own)
+                headers = [*own, *(h for h in HEADERS if not (has_policy and h[0] == CSP_HEADER))]
                 if not static:
                     headers.append(NO_STORE)
                 message = {**message, "headers": headers}

@@ -4,7 +4,7 @@ delete (refused with `tool_in_use` while an agent lists the tool)."""
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Annotated, Any, Final, TypeVar
 
 from fastapi import APIRouter, Depends, Request
@@ -59,6 +59,14 @@ async def org_tools(ctx: Context, org_id: str, project: str | None = None) -> li
 
 async def users_of_tools(ctx: Context, org_id: str) -> dict[tuple[str, str], list[Agent]]:
     """The agents listing each tool, by (project ID, tool name)."""
+    return await agents_listing(ctx, org_id, lambda agent: agent.tools)
+
+
+async def agents_listing(
+    ctx: Context, org_id: str, names: Callable[[Agent], Iterable[str]]
+) -> dict[tuple[str, str], list[Agent]]:
+    """The agents that list each name (a tool, an extraction schema, …) in `names(agent)`,
+    by (project ID, name)."""
     found = await every(
         lambda cursor: agents.list_agents(
             ctx, org_id=org_id, project=None, cursor=cursor, limit=100
@@ -66,7 +74,7 @@ async def users_of_tools(ctx: Context, org_id: str) -> dict[tuple[str, str], lis
     )
     users: defaultdict[tuple[str, str], list[Agent]] = defaultdict(list)
     for agent in found:
-        for name in agent.tools:
+        for name in names(agent):
             users[(agent.project.id, name)].append(agent)
     return users
 

@@ -165,6 +165,7 @@ def to_record(
         audio_deleted_at=row.audio_deleted_at,
         summary=row.summary,
         is_redacted=bool(row.redacted),
+        zero_data_retention=RetentionPolicy.from_json(row.retention).zero_data_retention,
     )
 
 
