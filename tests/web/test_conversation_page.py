@@ -183,6 +183,19 @@ async def test_conversation_page_summary_shown_with_redaction_marked(
     assert '<mark class="redacted">[PHONE_NUMBER]</mark>' in page.text
 
 
+async def test_conversation_page_says_whether_redaction_was_on(
+    tenant: Tenant, ctx: Context, make_agent: MakeAgent, browser: Browser
+) -> None:
+    redacting = await make_agent(tenant, enable_redaction=True)
+    plain = await make_agent(tenant)
+    redacted = await spoken(ctx, tenant.org.id, redacting["name"])
+    kept = await spoken(ctx, tenant.org.id, plain["name"])
+    await signed_in(browser, tenant)
+
+    assert text_of((await page_of(browser, redacted)).text, "redaction").startswith("on:")
+    assert text_of((await page_of(browser, kept)).text, "redaction") == "off"
+
+
 async def test_conversation_page_transcript_marks_redaction_tags_and_escapes_the_rest(
     tenant: Tenant, ctx: Context, make_agent: MakeAgent, browser: Browser
 ) -> None:
