@@ -20,12 +20,14 @@ import pytest
 
 from parley import engine
 from parley.recordings.directory import DirectoryStore
-from parley.records import OPERATOR, AgentPatch, ToolCall
-from parley.services import Context, agents, conversations
+from parley.engine.replies.completions import ChatCompletions
+from parley.records import OPERATOR, AgentPatch, ExtractionField, ExtractionSchemaSpec, ToolCall
+from parley.services import Context, agents, conversations, extraction_schemas, post_call
 from parley.services.event_payloads import conversation_json
 from parley.services.live.redacting import redact_json, redact_tool_call
 from parley.services.webhook_delivery import claim
 from tests.factories import make_agent, make_org, unique_name
+from tests.llm_server import Round, running_chat_server
 from tests.services.test_live_session import Live, start_sessions
 from tests.services.webhook_helpers import local_context, make_webhook
 
@@ -237,3 +239,60 @@ def test_redaction_of_a_tool_call_record_covers_url_and_error_keeps_the_rest() -
         12,
     )
     assert redact_json({"phone_number": True, "n": 7}) == {"phone_number": True, "n": 7}
+
+
+async def test_redaction_the_work_after_the_call_asks_the_model_about_tags_not_words(
+    ctx: Context,
+) -> None:
+    """The summary's and the extraction's requests read the stored transcript: the model
+    sees `[PHONE_NUMBER]`, never the digits or the words the caller said them with."""
+
+    with running_chat_server() as chat:
+        model = ChatCompletions(base_url=chat.base_url, api_key="sk-test", model="m")
+        asking = dataclasses.replace(ctx, language_model=model)
+        try:
+            async with start_sessions(asking) as start:
+                org = await make_org(asking)
+                spec = ExtractionSchemaSpec(
+                    name="Callback",
+                    prompt="The number to call back.",
+                    fields=(ExtractionField(name="number", type="string"),),
+                )
+                await extraction_schemas.create_schema(
+                    asking, org_id=org.org.id, project=None, spec=spec, actor=OPERATOR
+                )
+                agent = await make_agent(asking, org.org.id)
+                patch = AgentPatch(enable_redaction=True, extraction_schemas=("Callback",))
+                await agents.update_agent(
+                    asking,
+                    org_id=org.org.id,
+                    ref=agent.id,
+                    project=None,
+                    patch=patch,
+                    actor=OPERATOR,
+                )
+                live = await start(org=org, agent=agent.name)
+                conversation_id = await live.configure()
+                await spoken_turn(live, user=SAID, agent=ANSWER)
+                await until_items(live, conversation_id, 2)
+                chat.script.rounds.extend(
+                    [Round(text=["A callback was asked for."]), Round(text=['{"number": null}'])]
+                )
+                live.socket.push(None)
+                await live.closed()
+            # The session's end starts the work after the call (post_call.later).
+            for _ in range(500):
+                if len(chat.requests) >= 2 and not asking.background:
+                    break
+                await asyncio.sleep(0.02)
+            assert not await post_call.run(  # done already, by the ending instance
+                asking, org_id=org.org.id, conversation_id=conversation_id
+            )
+        finally:
+            await model.aclose()
+    asked = [json.dumps(request.body["messages"]) for request in chat.requests]
+    assert len(asked) == 2  # the summary, the extraction
+    for request in asked:
+        assert "[PHONE_NUMBER]" in request
+        for kept in ("415", "2671", "five five five", "jane.doe"):
+            assert kept not in request
