@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 
 from parley import engine
-from parley.recordings.directory import DirectoryStore
 from parley.engine.replies.completions import ChatCompletions
+from parley.recordings.directory import DirectoryStore
 from parley.records import OPERATOR, AgentPatch, ExtractionField, ExtractionSchemaSpec, ToolCall
 from parley.services import Context, agents, conversations, extraction_schemas, post_call
 from parley.services.event_payloads import conversation_json
