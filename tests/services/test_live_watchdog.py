@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import time
 from typing import Any
 
 import pytest
@@ -23,12 +24,14 @@ class FlakyRevocations:
         self.down = down
         self.revoked = revoked
         self.checks = 0
+        self.checked_at: list[float] = []
 
     async def revoke(self, credential_id: str, *, expires_at: float) -> None:
         raise AssertionError("not used")
 
     async def is_revoked(self, credential_id: str) -> bool:
         self.checks += 1
+        self.checked_at.append(time.monotonic())
         if self.checks <= self.down:
             raise Unavailable()
         return credential_id in self.revoked
@@ -59,7 +62,12 @@ async def test_watchdog_store_outage_longer_than_bound_closes_1011(ctx: Context)
         dataclasses.replace(ctx, revocations=store), handshake(), lambda: "conv-1"
     )
     assert (verdict.close_code, verdict.reason) == (1011, "revocation store unavailable")
-    assert store.checks >= 10
+    # It rode the outage out for the bound, trying at each tick, before closing (a loaded
+    # machine makes fewer ticks fit: the time is the rule, not the count).
+    assert store.checks >= 2
+    ridden = store.checked_at[-1] - store.checked_at[0]
+    assert ridden >= watchdog.STORE_OUTAGE_SECONDS - 0.05, ridden
+    assert ridden < watchdog.STORE_OUTAGE_SECONDS + watchdog.WATCH_INTERVAL_SECONDS + 2.0
 
 
 class SwallowingRevocations:
