@@ -26,6 +26,9 @@ SHARED_CODES = {
     "invalid_signature": {"InvalidSignature", "InvalidCarrierSignature", "InvalidAudioSignature"},
     # No carrier account: reading it is 404 (API.md 13), placing a call with none is 409 (15).
     "telephony_not_configured": {"TelephonyNotConfigured", "CallsNotConfigured"},
+    # The SDK's features Parley does not have: a member it cannot honour (400) and a call
+    # that needs a SIP trunk (501), both `not_supported` as API.md 17 names them.
+    "not_supported": {"NotSupported", "SipTrunkRequired"},
 }
 """Codes that two kinds of error share on purpose (each listed with its classes)."""
 

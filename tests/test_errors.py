@@ -10,11 +10,13 @@ SHARED_ON_PURPOSE = [
     {"InvalidSignature", "InvalidAudioSignature"},
     {"InvalidCarrierSignature", "InvalidAudioSignature"},
     {"TelephonyNotConfigured", "CallsNotConfigured"},
+    {"NotSupported", "SipTrunkRequired"},
 ]
 """`invalid_signature`, the spec's label, of three credentials: a JWT's (401, API.md 7 step
 3), a carrier webhook's `X-Twilio-Signature` (403, API.md 13) and a recording's signed URL
 (403, API.md 16); `telephony_not_configured`
-read (404, API.md 13) and when placing a call (409, API.md 15)."""
+read (404, API.md 13) and when placing a call (409, API.md 15); `not_supported`, an SDK
+member Parley cannot honour (400) and an SDK call that needs a SIP trunk (501, API.md 17)."""
 
 
 def test_error_codes_are_unique() -> None:
@@ -47,6 +49,7 @@ def test_every_kind_maps_to_a_status() -> None:
     assert status_for(errors.AgentNotFound()) == 404
     assert status_for(errors.JwksUnavailable()) == 503
     assert status_for(errors.CarrierError()) == 502
+    assert status_for(errors.SipTrunkRequired()) == 501
     assert status_for(errors.ParleyError()) == 500
 
 

@@ -17,6 +17,7 @@ STATUS_BY_KIND: dict[type[errors.ParleyError], int] = {
     errors.PayloadTooLarge: 413,
     errors.RateLimited: 429,
     errors.UpstreamError: 502,
+    errors.NotOffered: 501,
     errors.Unavailable: 503,
     errors.ParleyError: 500,
 }

@@ -31,6 +31,8 @@
      ├── UpstreamError ............. a service called on the caller's behalf refused or failed
      │    ├── CarrierError ........... the carrier's REST API (API.md section 15)
      │    └── ExtractionFailed ....... the language model's answer, twice unusable (API.md 16)
+     ├── NotOffered ................ needs what a self-hosted Parley does not have
+     │    └── SipTrunkRequired ....... the SDK's SIP calls (no SIP trunk: API.md 17)
      └── Unavailable ............... a dependency is down; fails closed (Retry-After 2 s)
           └── JwksUnavailable
 
@@ -420,6 +422,25 @@ class ExtractionFailed(UpstreamError):
     message = "The language model's answer did not fit the extraction schema, twice."
 
 
+class NotOffered(ParleyError):
+    """A call of the official SDK that needs something a self-hosted Parley does not have;
+    the message says what, and what to use instead (API.md section 17)."""
+
+    code = "not_offered"
+    message = "This server does not offer this operation."
+
+
+class SipTrunkRequired(NotOffered):
+    """The SDK's custom (SIP) phone numbers and SIP outbound calls: Parley has no SIP trunk."""
+
+    code = "not_supported"
+    message = (
+        "Parley has no SIP trunk: SIP phone numbers and SIP calls are not supported. Give the "
+        "agent a Twilio number (PATCH /v1/agents/{nameOrId} with phone_numbers) and place "
+        "calls with POST /v1/conversations/outbound_call."
+    )
+
+
 class Unavailable(ParleyError):
     code = "service_unavailable"
     message = "A dependency of the service is unavailable. Try again later."
@@ -440,6 +461,7 @@ ERROR_KINDS: tuple[type[ParleyError], ...] = (
     PayloadTooLarge,
     RateLimited,
     UpstreamError,
+    NotOffered,
     Unavailable,
 )
 """The base kinds; every concrete error descends from exactly one of them."""

@@ -475,6 +475,7 @@ def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
         409: "Conflict with the current state.",
         413: "Request body over 1 MiB.",
         429: "Rate limited; see `Retry-After`.",
+        501: "Not offered by a self-hosted Parley; the message says what to use instead.",
         502: "A service called on the caller's behalf (the carrier) failed; the message says how.",
         503: "A dependency is unavailable.",
     }
