@@ -235,7 +235,7 @@ async def test_two_instances_api_key_revoked_on_one_stops_on_the_other_at_once(
     async with api(pair.a, pair.key) as a:
         made = await a.post("/v1/api_keys", json={"name": "revoked-across"})
         assert made.status_code == 201, made.text
-        secret, key_id = made.json()["secret"], made.json()["api_key"]["id"]
+        secret, key_id = made.json()["secret"], made.json()["id"]
         async with api(pair.b, secret) as b:
             assert (await b.get("/v1/agents")).status_code == 200  # known to `b` now
             assert (await b.get("/v1/agents")).status_code == 200
