@@ -112,12 +112,9 @@ async def _agent_of(
     ctx: Context, handshake: Handshake, event: codec.Configure
 ) -> tuple[str, str | None]:
     """The agent a config names, or (`agent` None) that of the pending conversation the
-    handshake names (a phone call is configured from its stored conversation), or that of
-    the conversation token that opened the socket."""
+    handshake names: a phone call is configured from its stored conversation."""
     if event.agent is not None:
         return event.agent, event.project
-    if handshake.principal.agent_id is not None:
-        return handshake.principal.agent_id, None
     conversation_id = handshake.conversation_id
     if conversation_id is None:
         raise ValidationFailed(param_errors={"agent": "is required"})
