@@ -19,6 +19,12 @@ def test_new_session_token_format() -> None:
     assert credentials.classify(token) == "session_token"
 
 
+def test_new_conversation_token_format() -> None:
+    token = credentials.new_conversation_token()
+    assert re.fullmatch(r"parley_ct_[A-Za-z0-9_-]{43}", token)
+    assert credentials.classify(token) == "conversation_token"
+
+
 def test_hash_secret_is_sha256_hex() -> None:
     assert credentials.hash_secret("abc") == (
         "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"

@@ -12,6 +12,7 @@ import parley
 from parley.errors import ParleyError
 
 VARIANTS = {
+    "AgentNotAllowed",  # forbidden: a conversation token's config names another agent
     "ConversationNotStarted",  # conversation_not_found: a JWT's conversation starts on the socket
     "JwksFetchError",  # jwks_unreachable, saying why the fetch failed
     "SignInRefused",  # unauthorized, on the dashboard's sign-in form

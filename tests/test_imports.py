@@ -176,6 +176,8 @@ CREDENTIAL_CHECKS = frozenset(
         "hash_secret",  # credentials.py: an opaque credential's look-up key
         "find_by_secret",  # services/api_keys.py
         "find_active",  # services/session_tokens.py
+        "find_superseded",  # services/api_keys.py: a rotated key's replaced secret
+        "redeem_conversation_token",  # services/conversation_tokens.py
     }
 )
 """What proves a credential; services/authn.py calls them, the HTTP layer never does."""

@@ -14,6 +14,7 @@
      │        TokenNotYetValid (parley.jwt.errors)
      ├── Forbidden ................. the caller is known but may not do this
      │    ├── InsufficientScope
+     │    ├── AgentNotAllowed (a conversation token's other agent, API.md section 17)
      │    ├── InvalidCarrierSignature, InvalidStreamToken (phone calls, API.md section 13)
      │    └── ConversationIdMismatch, IssuerNotRegistered (parley.jwt.errors)
      ├── NotFound
@@ -169,6 +170,13 @@ class Forbidden(ParleyError):
 class InsufficientScope(Forbidden):
     code = "insufficient_scope"
     message = "This credential may not perform this request."
+
+
+class AgentNotAllowed(Forbidden):
+    """A socket opened with a conversation token names another agent than the token's
+    (API.md section 17): `forbidden`, and the socket closes (1008)."""
+
+    message = "This conversation token opens a conversation with its own agent only."
 
 
 class InvalidCarrierSignature(Forbidden):

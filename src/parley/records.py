@@ -407,6 +407,23 @@ class IssuedSessionToken:
     secret: str
 
 
+@dataclass(frozen=True, slots=True)
+class ConversationToken:
+    """A single-use token that opens one conversation with one agent (API.md section 17)."""
+
+    org_id: str
+    agent_id: str
+    expires_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class IssuedConversationToken:
+    """A conversation token at creation: the only moment its secret exists outside the caller."""
+
+    token: ConversationToken
+    secret: str
+
+
 class TokenClaims(Protocol):
     """What a principal keeps of its verified JWT (`parley.jwt.VerifiedToken` is one): records
     sit below the JWT kernel, so they name the claims they read, not its class."""
@@ -426,7 +443,9 @@ class Principal:
     """Who is calling: the credential kind, its organization and the credential's ID.
 
     A JWT principal also carries its verified token; a session token its expiry and the
-    conversations it is restricted to (None: any). Built by services/authn.py.
+    conversations it is restricted to (None: any); a conversation token the one agent its
+    conversation may have; an API key's secret that a rotation replaced, `superseded` and
+    the end of its grace as `expires_at`. Built by services/authn.py.
     """
 
     kind: CredentialKind
@@ -435,11 +454,15 @@ class Principal:
     token: TokenClaims | None = None
     conversation_ids: frozenset[str] | None = None
     expires_at: float | None = None
+    agent_id: str | None = None
+    superseded: bool = False
 
     def may_access(self, conversation_id: str) -> bool:
         """Tell whether this principal may read the conversation (API.md section 1)."""
         if self.kind == "jwt":
             return self.token is not None and self.token.conversation_id == conversation_id
+        if self.kind == "conversation_token":
+            return False  # it opens one new conversation and reads none (API.md section 17)
         return self.conversation_ids is None or conversation_id in self.conversation_ids
 
 

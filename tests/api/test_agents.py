@@ -618,6 +618,6 @@ async def test_revoked_api_key_401(tenant: Tenant, client: httpx.AsyncClient) ->
     headers = {"Authorization": f"Bearer {created['secret']}"}
     assert (await client.get("/v1/agents", headers=headers)).status_code == 200
 
-    await tenant.client.delete(f"/v1/api_keys/{created['api_key']['id']}")
+    await tenant.client.delete(f"/v1/api_keys/{created['id']}")
 
     assert_error(await client.get("/v1/agents", headers=headers), 401, "unauthorized")

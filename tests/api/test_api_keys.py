@@ -19,20 +19,19 @@ async def test_create_api_key_shows_secret_once(tenant: Tenant) -> None:
 
     assert response.status_code == 201
     body = response.json()
-    assert re.fullmatch(r"parley_sk_[A-Za-z0-9_-]{43}", body["secret"])
-    key = body["api_key"]
-    assert set(key) == {"id", "name", "prefix", "last4", "created_at"}
+    assert re.fullmatch(r"parley_sk_[A-Za-z0-9_-]{43}", body["api_key"])
+    key = {name: body[name] for name in ("id", "name", "prefix", "last4", "created_at")}
     assert key["prefix"] == "parley_sk_"
-    assert key["last4"] == body["secret"][-4:]
+    assert key["last4"] == body["api_key"][-4:]
     listed = (await tenant.client.get("/v1/api_keys")).json()
     assert key in listed["api_keys"]
-    assert body["secret"] not in str(listed)
+    assert body["api_key"] not in str(listed)
 
 
 async def test_create_api_key_without_body_succeeds(tenant: Tenant) -> None:
     response = await tenant.client.post("/v1/api_keys")
     assert response.status_code == 201
-    assert response.json()["api_key"]["name"] is None
+    assert response.json()["name"] is None
 
 
 async def test_api_key_stored_only_as_hash(tenant: Tenant, database_url: str) -> None:
@@ -58,16 +57,16 @@ async def test_delete_api_key_stops_it_next_request(
     created = (await tenant.client.post("/v1/api_keys", json={"name": "gone"})).json()
     headers = {"Authorization": f"Bearer {created['secret']}"}
 
-    deleted = await tenant.client.delete(f"/v1/api_keys/{created['api_key']['id']}")
+    deleted = await tenant.client.delete(f"/v1/api_keys/{created['id']}")
 
     assert deleted.json() == {"success": True}
     assert_error(await client.get("/v1/projects", headers=headers), 401, "unauthorized")
     ids = [k["id"] for k in (await tenant.client.get("/v1/api_keys")).json()["api_keys"]]
-    assert created["api_key"]["id"] not in ids
+    assert created["id"] not in ids
 
 
 async def test_delete_api_key_of_other_org_403(tenant: Tenant, other_tenant: Tenant) -> None:
-    theirs = (await other_tenant.client.post("/v1/api_keys", json={})).json()["api_key"]
+    theirs = (await other_tenant.client.post("/v1/api_keys", json={})).json()
     response = await tenant.client.delete(f"/v1/api_keys/{theirs['id']}")
     assert_error(response, 403, "forbidden")
 

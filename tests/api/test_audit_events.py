@@ -38,7 +38,7 @@ async def test_audit_events_record_every_change_with_actor(
     assert (await api.post(f"{path}/disable")).status_code == 200
     assert (await api.post(f"{path}/enable")).status_code == 200
     assert (await api.post(f"{path}/phone_numbers/release")).status_code == 200
-    key = (await api.post("/v1/api_keys", json={"name": "ci"})).json()["api_key"]
+    key = (await api.post("/v1/api_keys", json={"name": "ci"})).json()
     assert (await api.delete(f"/v1/api_keys/{key['id']}")).status_code == 200
     token = (await api.post("/v1/auth/session_token")).json()
     assert (await api.delete(f"/v1/auth/session_token/{token['id']}")).status_code == 200

@@ -14,13 +14,14 @@ from parley.api.uvicorn_ws import WarningsAndErrors
 def test_redact_credential_query_parameters() -> None:
     line = (
         '127.0.0.1:1 - "WebSocket /v1/sts/ws?conversation_id=c1&jwt=eyJ.a.b'
-        '&session_token=parley_st_x" 101'
+        '&session_token=parley_st_x&conversation_token=parley_ct_y" 101'
     )
     cleaned = redact(line)
     assert "eyJ" not in cleaned
     assert "parley_st_x" not in cleaned
+    assert "parley_ct_y" not in cleaned
     assert "conversation_id=c1" in cleaned
-    assert cleaned.count("[redacted]") == 2
+    assert cleaned.count("[redacted]") == 3
 
 
 def test_uvicorn_websocket_line_redacted() -> None:

@@ -127,7 +127,7 @@ async def test_revocations_hold_across_instances(
     assert (await fleet[1].get("/v1/conversations/c1", headers=auth)).status_code == 401
 
     key = (await fleet[0].post("/v1/api_keys", headers=headers)).json()
-    await fleet[1].delete(f"/v1/api_keys/{key['api_key']['id']}", headers=headers)
+    await fleet[1].delete(f"/v1/api_keys/{key['id']}", headers=headers)
     gone = await fleet[0].get("/v1/agents", headers={"Authorization": f"Bearer {key['secret']}"})
     assert gone.status_code == 401
 

@@ -182,7 +182,7 @@ async def test_read_model_fleet_revoked_key_refused_at_once_everywhere(
     async with api(fleet.a, key) as client:
         made = await client.post("/v1/api_keys", json={"name": f"k-{secrets.token_hex(3)}"})
     assert made.status_code == 201, made.text
-    key_id, secret = made.json()["api_key"]["id"], made.json()["secret"]
+    key_id, secret = made.json()["id"], made.json()["secret"]
     name = await make_agent(fleet, key)
     for serve in (fleet.a, fleet.b):
         await agent_on(serve, secret, name)

@@ -24,6 +24,7 @@ import httpx
 import pytest
 import redis
 from websockets.asyncio.client import connect
+from websockets.exceptions import InvalidStatus
 
 from parley.jwt import KeyPair, generate_key_pair, mint_token
 from tests.carrier import CapturedWebhook, MediaStream, SimulatedCarrier, Twiml, parse_twiml
@@ -235,7 +236,7 @@ async def test_two_instances_api_key_revoked_on_one_stops_on_the_other_at_once(
     async with api(pair.a, pair.key) as a:
         made = await a.post("/v1/api_keys", json={"name": "revoked-across"})
         assert made.status_code == 201, made.text
-        secret, key_id = made.json()["secret"], made.json()["api_key"]["id"]
+        secret, key_id = made.json()["secret"], made.json()["id"]
         async with api(pair.b, secret) as b:
             assert (await b.get("/v1/agents")).status_code == 200  # known to `b` now
             assert (await b.get("/v1/agents")).status_code == 200
@@ -244,6 +245,43 @@ async def test_two_instances_api_key_revoked_on_one_stops_on_the_other_at_once(
             assert_error(await b.get("/v1/agents"), 401, "unauthorized")
         async with api(pair.a, secret) as a_with_revoked:
             assert_error(await a_with_revoked.get("/v1/agents"), 401, "unauthorized")
+
+
+async def test_two_instances_api_key_rotated_on_one_old_secret_stops_on_the_other_at_once(
+    pair: Pair,
+) -> None:
+    async with api(pair.a, pair.key) as a:
+        made = await a.post("/v1/api_keys", json={"name": "rotated-across"})
+        old, key_id = made.json()["api_key"], made.json()["id"]
+        async with api(pair.b, old) as b_with_old:
+            assert (await b_with_old.get("/v1/agents")).status_code == 200  # known to `b`
+            rotated = await a.post(f"/v1/api_keys/{key_id}/rotate")
+            assert rotated.status_code == 200, rotated.text
+            assert_error(await b_with_old.get("/v1/agents"), 401, "unauthorized")
+        async with api(pair.b, rotated.json()["api_key"]) as b_with_new:
+            assert (await b_with_new.get("/v1/agents")).status_code == 200
+
+
+async def test_two_instances_conversation_token_opens_one_socket_across_both(
+    pair: Pair,
+) -> None:
+    agent = await make_agent(pair)
+    async with api(pair.a, pair.key) as a:
+        agent_id = (await a.get(f"/v1/agents/{agent}")).json()["agent"]["id"]
+        made = await a.post("/v1/auth/conversation_token", json={"agent_id": agent_id})
+    token = made.json()["conversation_token"]
+
+    async def attempt(serve: ServeProcess) -> int:
+        try:
+            async with connect(f"{serve.ws}/v1/sts/ws?conversation_token={token}") as ws:
+                await ws.close()
+                return 101
+        except InvalidStatus as error:
+            return error.response.status_code
+
+    outcomes = await asyncio.gather(*(attempt(s) for s in [pair.a, pair.b] * 4))
+
+    assert sorted(outcomes) == [101] + [401] * 7
 
 
 async def test_two_instances_100_unknown_kids_cause_at_most_one_jwks_fetch(pair: Pair) -> None:

@@ -95,6 +95,19 @@ def test_credential_cache_entry_lives_cache_seconds_at_most() -> None:
     assert cache.get("h", now=1_000.0 + CACHE_SECONDS) is None
 
 
+def test_credential_cache_retired_hash_forgotten_and_not_remembered_again() -> None:
+    """A rotation retires the replaced secret: a request that read the database before the
+    rotation committed must not put it back (services/credential_cache.py)."""
+    cache = CredentialCache()
+    cache.put("old", principal(), now=1_000.0)
+    cache.retire("old", now=1_000.0)
+    assert cache.get("old", now=1_000.0) is None
+    cache.put("old", principal(), now=1_001.0)  # the late put of a request under way
+    assert cache.get("old", now=1_001.0) is None
+    cache.put("old", principal(), now=1_000.0 + CACHE_SECONDS)
+    assert cache.get("old", now=1_000.0 + CACHE_SECONDS) is not None
+
+
 def test_credential_cache_holds_at_most_max_entries_oldest_dropped() -> None:
     cache = CredentialCache(max_entries=3)
     for n in range(5):

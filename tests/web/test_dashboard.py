@@ -135,7 +135,7 @@ async def test_revoking_the_api_key_ends_its_sessions(
     await browser.sign_in(created["secret"])
     assert (await browser.http.get("/dashboard/agents")).status_code == 200
 
-    await tenant.client.delete(f"/v1/api_keys/{created['api_key']['id']}")
+    await tenant.client.delete(f"/v1/api_keys/{created['id']}")
 
     response = await browser.http.get("/dashboard/agents")
     assert response.status_code == 303
@@ -210,7 +210,7 @@ async def test_failed_sign_in_with_revoked_key_is_recorded(
     tenant: Tenant, browser: Browser
 ) -> None:
     created = (await tenant.client.post("/v1/api_keys", json={"name": "old"})).json()
-    await tenant.client.delete(f"/v1/api_keys/{created['api_key']['id']}")
+    await tenant.client.delete(f"/v1/api_keys/{created['id']}")
 
     response = await browser.sign_in(created["secret"])
 
@@ -218,7 +218,7 @@ async def test_failed_sign_in_with_revoked_key_is_recorded(
     [event] = (
         await tenant.client.get("/v1/audit_events", params={"action": "dashboard.sign_in_failed"})
     ).json()["audit_events"]
-    assert event["target"] == created["api_key"]["id"]
+    assert event["target"] == created["id"]
 
 
 # --- attacks --------------------------------------------------------------------------

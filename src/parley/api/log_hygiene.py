@@ -2,9 +2,9 @@
 
 uvicorn's WebSocket protocol logs each handshake as `"WebSocket /path?query" [accepted]` on
 the `uvicorn.error` logger, whatever the access-log setting, and the query string carries
-`?jwt=` or `?session_token=` (browsers cannot send headers on a WebSocket), and an access line
-a recording's signed URL (`?signature=`, API.md section 16). No uvicorn option
-turns that line off, so a logging filter rewrites it.
+`?jwt=`, `?session_token=` or `?conversation_token=` (browsers cannot send headers on a
+WebSocket), and an access line a recording's signed URL (`?signature=`, API.md section
+16). No uvicorn option turns that line off, so a logging filter rewrites it.
 """
 
 from __future__ import annotations
@@ -12,7 +12,9 @@ from __future__ import annotations
 import logging
 import re
 
-_CREDENTIAL_IN_QUERY = re.compile(r"([?&](?:jwt|session_token|api_key|signature)=)[^&\s\"']*")
+_CREDENTIAL_IN_QUERY = re.compile(
+    r"([?&](?:jwt|session_token|conversation_token|api_key|signature)=)[^&\s\"']*"
+)
 
 
 def redact(text: str) -> str:

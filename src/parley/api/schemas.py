@@ -150,8 +150,46 @@ class ApiKeyOut(BaseModel):
 
 
 class ApiKeyCreated(BaseModel):
-    api_key: ApiKeyOut
-    secret: str = Field(description="The key itself: shown once, never again.")
+    """The official SDK's `ApiKeyWithSecret` with the listing's members (API.md section 2)."""
+
+    id: str
+    name: str | None
+    api_key: str = Field(description="The key itself: shown once, never again.")
+    prefix: str
+    last4: str
+    created_at: Timestamp
+    secret: str = Field(description="The same secret as `api_key`, under its older name.")
+
+    @classmethod
+    def of(cls, key: ApiKey, secret: str) -> ApiKeyCreated:
+        return cls(
+            id=key.id,
+            name=key.name,
+            api_key=secret,
+            prefix=key.prefix,
+            last4=key.last4,
+            created_at=isoformat(key.created_at),
+            secret=secret,
+        )
+
+
+class ApiKeyUpdate(Input):
+    name: Annotated[Label, StringConstraints(min_length=1, max_length=MAX_KEY_NAME)]
+
+
+class ApiKeyRotate(Input):
+    grace_seconds: int = Field(
+        default=0,
+        description="How long the replaced secret keeps working, 0 to 86400 seconds.",
+    )
+
+
+class ApiKeyRotated(BaseModel):
+    """The official SDK's `ApiKeyWithSecret` (API.md section 17)."""
+
+    id: str
+    name: str | None
+    api_key: str = Field(description="The new secret: shown once, never again.")
 
 
 class ApiKeyList(BaseModel):
@@ -672,6 +710,19 @@ class SessionTokenCreate(Input):
 class SessionTokenCreated(BaseModel):
     id: str
     session_token: str = Field(description="The token itself: shown once, never again.")
+    expires_at: Timestamp
+
+
+# --- conversation tokens (API.md section 17) ----------------------------------------------
+
+
+class ConversationTokenCreate(Input):
+    agent_id: Annotated[Label, StringConstraints(min_length=1, max_length=64)]
+    ttl_seconds: int = Field(default=30, description="30 to 60 seconds.")
+
+
+class ConversationTokenCreated(BaseModel):
+    conversation_token: str = Field(description="Single-use; shown once, never again.")
     expires_at: Timestamp
 
 

@@ -24,13 +24,15 @@ from parley.errors import MultipleCredentials, ParleyError
 from parley.services import live
 from parley.wires.parley_codec import ParleyCodec
 
+_QUERY_CREDENTIALS = ("jwt", "session_token", "conversation_token")
+
 
 async def conversation_socket(websocket: WebSocket) -> None:
     """Authenticate, accept, and run one conversation until either side closes."""
     ctx = context_of(websocket)
     query = websocket.query_params
     try:
-        if len(query.getlist("jwt")) > 1 or len(query.getlist("session_token")) > 1:
+        if any(len(query.getlist(name)) > 1 for name in _QUERY_CREDENTIALS):
             raise MultipleCredentials()
         handshake = await live.open_handshake(
             ctx,
@@ -38,6 +40,7 @@ async def conversation_socket(websocket: WebSocket) -> None:
             query_session_token=query.get("session_token"),
             authorization=websocket.headers.getlist("authorization"),
             conversation_id=query.get("conversation_id"),
+            query_conversation_token=query.get("conversation_token"),
         )
     except ParleyError as error:
         await websocket.send_denial_response(error_response(error))

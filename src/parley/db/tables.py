@@ -80,6 +80,19 @@ class ApiKeyRow(Base):
     __table_args__ = (Index("ix_api_keys_org_id_created_at", "org_id", "created_at"),)
 
 
+class ApiKeyGraceSecretRow(Base):
+    """A secret a rotation replaced, still working until `valid_until` (API.md section 17),
+    stored as the SHA-256 of the secret like the key's own."""
+
+    __tablename__ = "api_key_grace_secrets"
+
+    secret_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    key_id: Mapped[str] = mapped_column(ForeignKey("api_keys.id", ondelete="CASCADE"), index=True)
+    last4: Mapped[str] = mapped_column(String(4))
+    valid_until: Mapped[datetime] = mapped_column(index=True)
+    created_at: Mapped[datetime] = mapped_column()
+
+
 class ProjectRow(Base):
     __tablename__ = "projects"
 
@@ -438,6 +451,20 @@ class SessionTokenRow(Base):
     expires_at: Mapped[datetime] = mapped_column()
     created_at: Mapped[datetime] = mapped_column()
     revoked_at: Mapped[datetime | None] = mapped_column()
+
+
+class ConversationTokenRow(Base):
+    """A conversation token (API.md section 17): single-use, for one agent, stored as the
+    SHA-256 of its secret; `used_at` is set by the one handshake that redeems it."""
+
+    __tablename__ = "conversation_tokens"
+
+    secret_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    org_id: Mapped[str] = mapped_column(ForeignKey("organizations.id", ondelete="CASCADE"))
+    agent_id: Mapped[str] = mapped_column(ForeignKey("agents.id", ondelete="CASCADE"))
+    expires_at: Mapped[datetime] = mapped_column(index=True)
+    used_at: Mapped[datetime | None] = mapped_column()
+    created_at: Mapped[datetime] = mapped_column()
 
 
 class AuditEventRow(Base):

@@ -32,6 +32,12 @@ Rules:
 7. A scrape of `/metrics`, when the operator set a token, carries exactly one
    `Authorization: Bearer <token>`, compared in constant time; anything else is 401
    `unauthorized`.
+8. A conversation token (API.md section 17) acts only where `conversation_token` is
+   accepted (the WebSocket handshake) and names no conversation; elsewhere 403
+   `insufficient_scope`, decided before it is used up. It is used up by the lookup that
+   proves it (services/conversation_tokens.py), so it is never cached.
+9. An API key's secret that a rotation replaced proves the key until its grace ends
+   (services/api_keys.py rule 3); each such use is counted (services/grace_uses.py).
 """
 
 from __future__ import annotations
@@ -55,7 +61,7 @@ from parley.errors import (
     Unavailable,
 )
 from parley.records import Conversation, Principal
-from parley.services import api_keys, session_tokens, telephony
+from parley.services import api_keys, conversation_tokens, session_tokens, telephony
 from parley.services.context import Context
 from parley.services.twilio_signature import signature_matches
 
@@ -113,18 +119,23 @@ def presented_credential(
     *,
     query_jwt: str | None = None,
     query_session_token: str | None = None,
+    query_conversation_token: str | None = None,
 ) -> str:
     """Return the one credential presented (rules 1 and 2): the header's bearer token, or
-    (WebSocket handshakes) `?jwt=` or `?session_token=`, which must hold that kind."""
-    given = [value for value in (query_jwt, query_session_token) if value is not None]
+    (WebSocket handshakes) `?jwt=`, `?session_token=` or `?conversation_token=`, which must
+    hold that kind."""
+    queried = (query_jwt, query_session_token, query_conversation_token)
+    given = [value for value in queried if value is not None]
     if len(given) + (1 if authorization else 0) > 1 or len(authorization) > 1:
         raise MultipleCredentials()
     credential = given[0] if given else bearer_credential(authorization)
     if len(credential) > credentials.MAX_CREDENTIAL_BYTES:
         raise jwt.InvalidToken()
     kind = credentials.classify(credential)
-    if (query_jwt is not None and kind != "jwt") or (
-        query_session_token is not None and kind != "session_token"
+    if (
+        (query_jwt is not None and kind != "jwt")
+        or (query_session_token is not None and kind != "session_token")
+        or (query_conversation_token is not None and kind != "conversation_token")
     ):
         raise Unauthorized()
     return credential
@@ -175,9 +186,15 @@ async def authenticate(
             token=verified,
             expires_at=float(verified.exp),
         )
+    if kind == "conversation_token":
+        return await _conversation_token_principal(
+            ctx, credential, accepts=accepts, conversation_id=conversation_id
+        )
     principal = None if kind is None else await _opaque_principal(ctx, credential, kind)
     if principal is None:
         raise Unauthorized()
+    if principal.superseded:  # rule 9: counted here, written to the audit trail in batches
+        ctx.grace_uses.count(principal.org_id, principal.credential_id)
     if principal.kind not in accepts:
         raise InsufficientScope()
     return principal
@@ -229,7 +246,16 @@ async def _stored_principal(
         key = await api_keys.find_by_secret(ctx, credential)
         if key is not None:
             return Principal(kind="api_key", org_id=key.org_id, credential_id=key.id)
-        return None
+        replaced = await api_keys.find_superseded(ctx, credential)  # rule 9
+        if replaced is None:
+            return None
+        return Principal(
+            kind="api_key",
+            org_id=replaced.org_id,
+            credential_id=replaced.key_id,
+            expires_at=replaced.valid_until.timestamp(),  # cached no longer than the grace
+            superseded=True,
+        )
     token = await session_tokens.find_active(ctx, credential)
     if token is None:
         return None
@@ -239,6 +265,28 @@ async def _stored_principal(
         credential_id=token.id,
         conversation_ids=token.conversation_ids,
         expires_at=token.expires_at.timestamp(),
+    )
+
+
+async def _conversation_token_principal(
+    ctx: Context,
+    credential: str,
+    *,
+    accepts: frozenset[CredentialKind],
+    conversation_id: str | None,
+) -> Principal:
+    """Prove a conversation token by using it up (rule 8)."""
+    if "conversation_token" not in accepts or conversation_id is not None:
+        raise InsufficientScope()  # before it is used up: the token stays good
+    token = await conversation_tokens.redeem_conversation_token(ctx, credential)
+    if token is None:
+        raise Unauthorized()
+    return Principal(
+        kind="conversation_token",
+        org_id=token.org_id,
+        # No secret: a prefix of its SHA-256, naming it in the store's and the logs' terms.
+        credential_id="conversation_token:" + credentials.hash_secret(credential)[:16],
+        agent_id=token.agent_id,
     )
 
 

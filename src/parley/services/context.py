@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from parley.clock import Clock
 from parley.db.database import Database
 from parley.services.credential_cache import CredentialCache
+from parley.services.grace_uses import GraceUses
 from parley.services.outbox_bell import OutboxBell
 from parley.services.read_model import ReadModel
 
@@ -142,6 +143,9 @@ class Context(DatabaseContext):
     updates calls with an organization's credentials (`telephony.carrier_account`)."""
     credential_cache: CredentialCache = field(default_factory=CredentialCache)
     """API keys and session tokens already seen (services/credential_cache.py)."""
+    grace_uses: GraceUses = field(default_factory=GraceUses)
+    """Uses of rotated API keys' replaced secrets, not yet in the audit trail
+    (services/grace_uses.py)."""
     read_model: ReadModel = field(default_factory=ReadModel)
     """Read-mostly records served from memory (services/read_model.py); in a fleet the
     composition root gives it the Redis change feed."""

@@ -1,6 +1,7 @@
 """The timer of each serving instance: lease, orphans, unanswered phone calls, revocations
 waiting for the store, spent `jti` records (embedded mode), retention, recordings waiting
-for their store.
+for their store, uses of rotated API keys' replaced secrets (to the audit trail), spent
+credentials (conversation tokens, replaced secrets).
 
 `housekeeping(ctx)` registers the instance (ending its previous life's and any orphaned
 live conversations), runs the timer while the server runs, and retires the instance at a
@@ -17,6 +18,8 @@ from collections.abc import AsyncIterator, Awaitable
 from parley.db.jti_claims import SWEEP_BATCH, DatabaseReplayGuard
 from parley.errors import ParleyError
 from parley.services import (
+    api_keys,
+    conversation_tokens,
     instances,
     outbound_calls,
     post_call,
@@ -77,6 +80,7 @@ async def housekeeping(ctx: Context) -> AsyncIterator[Timer]:
         yield timer
     finally:
         await timer.stop()
+        await _step("audit the uses of replaced API keys", api_keys.flush_grace_uses(ctx))
         try:
             await instances.stop(ctx)
         except ParleyError:
@@ -101,10 +105,18 @@ async def _run(ctx: Context, stopping: asyncio.Event) -> None:
             await _step("delete what retention policies say is due", retention.sweep(ctx))
             await _step("store the recordings waiting for their store", recordings.retry_due(ctx))
             await _step("do the work after calls that is due", post_call.run_due(ctx))
+            await _step("audit the uses of replaced API keys", api_keys.flush_grace_uses(ctx))
+            await _step("delete spent credentials", _sweep_spent_credentials(ctx))
         await _step("publish waiting revocations", revocations.publish_pending(ctx))
         await _step("sweep spent jti records", sweep_spent_claims(ctx))
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stopping.wait(), tick)
+
+
+async def _sweep_spent_credentials(ctx: Context) -> int:
+    """Delete conversation tokens long expired and replaced secrets whose grace ended."""
+    swept = await conversation_tokens.sweep_expired(ctx)
+    return swept + await api_keys.sweep_replaced_secrets(ctx)
 
 
 async def sweep_spent_claims(ctx: Context) -> int:

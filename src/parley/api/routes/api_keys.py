@@ -1,4 +1,4 @@
-"""API keys (API.md section 2)."""
+"""API keys (API.md sections 2 and 17)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,9 @@ from parley.api.schemas import (
     ApiKeyCreated,
     ApiKeyList,
     ApiKeyOut,
+    ApiKeyRotate,
+    ApiKeyRotated,
+    ApiKeyUpdate,
     SuccessOut,
     error_responses,
 )
@@ -45,7 +48,44 @@ async def create_api_key(
     """Create a key; its secret is in this answer and nowhere else, ever."""
     name = body.name if body is not None else None
     issued = await api_keys.create_api_key(ctx, org_id=principal.org_id, name=name, actor=actor)
-    return ApiKeyCreated(api_key=ApiKeyOut.of(issued.api_key), secret=issued.secret)
+    return ApiKeyCreated.of(issued.api_key, issued.secret)
+
+
+@router.patch(
+    "/{id}", response_model=SuccessOut, responses=error_responses(400, 401, 403, 404, 413, 503)
+)
+async def update_api_key(
+    ctx: Ctx,
+    principal: ApiKeyPrincipal,
+    actor: ApiKeyActor,
+    key_id: Annotated[Label, Path(alias="id")],
+    body: ApiKeyUpdate,
+) -> SuccessOut:
+    """Rename a key."""
+    await api_keys.rename_api_key(
+        ctx, org_id=principal.org_id, key_id=key_id, name=body.name, actor=actor
+    )
+    return SuccessOut(success=True)
+
+
+@router.post(
+    "/{id}/rotate",
+    response_model=ApiKeyRotated,
+    responses=error_responses(400, 401, 403, 404, 413, 503),
+)
+async def rotate_api_key(
+    ctx: Ctx,
+    principal: ApiKeyPrincipal,
+    actor: ApiKeyActor,
+    key_id: Annotated[Label, Path(alias="id")],
+    body: Annotated[ApiKeyRotate | None, Body()] = None,
+) -> ApiKeyRotated:
+    """Give a key a new secret, shown once; the old one stops now, or after `grace_seconds`."""
+    grace = body.grace_seconds if body is not None else 0
+    issued = await api_keys.rotate_api_key(
+        ctx, org_id=principal.org_id, key_id=key_id, grace_seconds=grace, actor=actor
+    )
+    return ApiKeyRotated(id=issued.api_key.id, name=issued.api_key.name, api_key=issued.secret)
 
 
 @router.delete("/{id}", response_model=SuccessOut, responses=error_responses(401, 403, 404, 503))

@@ -6,12 +6,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Row, bindparam, select, update
+from sqlalchemy import Row, bindparam, delete, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from parley.db.pagination import paginate
 from parley.db.session import StatementConnection
-from parley.db.tables import ApiKeyRow
+from parley.db.tables import ApiKeyGraceSecretRow, ApiKeyRow
 from parley.records import ApiKey
 
 
@@ -95,3 +95,105 @@ async def find_any_by_hash(session: AsyncSession, secret_hash: str) -> ApiKeySta
     )
     found = (await session.execute(query)).first()
     return ApiKeyState(*found) if found else None
+
+
+# --- renaming and rotation (API.md section 17) ------------------------------------------
+
+_GRACE = ApiKeyGraceSecretRow.__table__
+
+
+@dataclass(frozen=True, slots=True)
+class GraceSecret:
+    """A secret a rotation replaced: its key, and until when it still works."""
+
+    key_id: str
+    org_id: str
+    valid_until: datetime
+
+
+async def get_active_for_update(session: AsyncSession, key_id: str) -> ApiKey | None:
+    """Return the unrevoked key with this ID, its row locked (PostgreSQL) for a change."""
+    row = await session.scalar(
+        select(ApiKeyRow)
+        .where(ApiKeyRow.id == key_id, ApiKeyRow.revoked_at.is_(None))
+        .with_for_update()
+    )
+    return to_record(row) if row else None
+
+
+async def rename(session: AsyncSession, key_id: str, *, name: str) -> None:
+    await session.execute(update(ApiKeyRow).where(ApiKeyRow.id == key_id).values(name=name))
+
+
+async def replace_secret(
+    session: AsyncSession, key_id: str, *, secret_hash: str, last4: str
+) -> str:
+    """Give the key a new secret; return the hash of the secret it replaces."""
+    old: str = (
+        await session.execute(select(ApiKeyRow.secret_hash).where(ApiKeyRow.id == key_id))
+    ).scalar_one()
+    await session.execute(
+        update(ApiKeyRow).where(ApiKeyRow.id == key_id).values(secret_hash=secret_hash, last4=last4)
+    )
+    return old
+
+
+async def add_grace(
+    session: AsyncSession,
+    key_id: str,
+    *,
+    secret_hash: str,
+    last4: str,
+    valid_until: datetime,
+    at: datetime,
+) -> None:
+    session.add(
+        ApiKeyGraceSecretRow(
+            secret_hash=secret_hash,
+            key_id=key_id,
+            last4=last4,
+            valid_until=valid_until,
+            created_at=at,
+        )
+    )
+    await session.flush()
+
+
+async def drop_grace(session: AsyncSession, key_id: str) -> list[str]:
+    """Delete the key's replaced secrets; return their hashes."""
+    hashes = list(
+        await session.scalars(
+            select(ApiKeyGraceSecretRow.secret_hash).where(ApiKeyGraceSecretRow.key_id == key_id)
+        )
+    )
+    if hashes:
+        await session.execute(
+            delete(ApiKeyGraceSecretRow).where(ApiKeyGraceSecretRow.key_id == key_id)
+        )
+    return hashes
+
+
+async def find_grace_by_hash(
+    connection: StatementConnection, secret_hash: str, *, now: datetime
+) -> GraceSecret | None:
+    """Return the replaced secret that hashes to `secret_hash` if its grace has not ended
+    and its key is not revoked (one Core statement: `Database.statement()`)."""
+    row = (await connection.execute(_GRACE_BY_HASH, {"secret_hash": secret_hash})).first()
+    if row is None or row.valid_until <= now:
+        return None
+    return GraceSecret(key_id=row.id, org_id=row.org_id, valid_until=row.valid_until)
+
+
+_GRACE_BY_HASH = (
+    select(_KEYS.c.id, _KEYS.c.org_id, _GRACE.c.valid_until)
+    .join_from(_GRACE, _KEYS, _GRACE.c.key_id == _KEYS.c.id)
+    .where(_GRACE.c.secret_hash == bindparam("secret_hash"), _KEYS.c.revoked_at.is_(None))
+)
+
+
+async def sweep_grace(session: AsyncSession, *, now: datetime) -> int:
+    """Delete the replaced secrets whose grace has ended; return how many."""
+    result = await session.execute(
+        delete(ApiKeyGraceSecretRow).where(ApiKeyGraceSecretRow.valid_until <= now)
+    )
+    return int(getattr(result, "rowcount", 0) or 0)

@@ -13,7 +13,7 @@ from parley.errors import (
 )
 from parley.records import Principal
 from parley.services import conversations, endings
-from parley.services.authn import authenticate, presented_credential
+from parley.services.authn import ANY_KIND, authenticate, presented_credential
 from parley.services.context import Context
 from parley.services.endings import Ending
 
@@ -38,15 +38,20 @@ async def open_handshake(
     query_session_token: str | None,
     authorization: Sequence[str],
     conversation_id: str | None,
+    query_conversation_token: str | None = None,
 ) -> Handshake:
     """Authenticate a WebSocket handshake: exactly one credential (API.md section 8).
 
     A JWT may open its own conversation (created on first use) or the one
     `?conversation_id=` names, if the token names it too; an API key or session token opens
-    a new conversation, or a `pending` one it may access.
+    a new conversation, or a `pending` one it may access; a conversation token (used up
+    here) a new conversation with its agent (API.md section 17).
     """
     credential = presented_credential(
-        authorization, query_jwt=query_jwt, query_session_token=query_session_token
+        authorization,
+        query_jwt=query_jwt,
+        query_session_token=query_session_token,
+        query_conversation_token=query_conversation_token,
     )
 
     async def can_open(org_id: str, accessed: str) -> None:
@@ -57,6 +62,7 @@ async def open_handshake(
     principal = await authenticate(
         ctx,
         credential,
+        accepts=ANY_KIND | {"conversation_token"},
         conversation_id=conversation_id,
         token_names_conversation=True,
         while_admitting=can_open,  # the status read beside the `jti` claim

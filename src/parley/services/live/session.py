@@ -28,6 +28,7 @@ import anyio.to_thread
 from parley import engine, metrics
 from parley.errors import (
     AgentDisabled,
+    AgentNotAllowed,
     ConversationEnded,
     ConversationExists,
     InvalidRequest,
@@ -485,7 +486,7 @@ class LiveSession:
         principal = self._handshake.principal
         try:
             started = await starting.start(self._ctx, self._handshake, event)
-        except (AgentDisabled, ConversationEnded, ConversationExists) as error:
+        except (AgentDisabled, AgentNotAllowed, ConversationEnded, ConversationExists) as error:
             await self.send_error(error)
             self.end(endings.refused(error.code))
             return

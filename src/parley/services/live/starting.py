@@ -10,7 +10,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from parley import engine
-from parley.errors import ValidationFailed
+from parley.errors import AgentNotAllowed, Forbidden, NotFound, ValidationFailed
 from parley.records import Agent, Conversation
 from parley.services import agents, conversations
 from parley.services.context import Context
@@ -37,13 +37,16 @@ class Started:
 
 async def start(ctx: Context, handshake: Handshake, event: codec.Configure) -> Started:
     """Check the config, then make the conversation live. Raises the request error the
-    config deserves, AgentDisabled, ConversationEnded or ConversationExists."""
+    config deserves, AgentDisabled, AgentNotAllowed, ConversationEnded or ConversationExists."""
     for requested in (event.input_format, event.output_format):
         if requested is not None:
             engine.AudioFormat.parse(requested)  # refuse before the conversation goes live
     org_id = handshake.principal.org_id
     ref, project = await _agent_of(ctx, handshake, event)
-    checked = await agents.get_agent(ctx, org_id=org_id, ref=ref, project=project)
+    if handshake.principal.agent_id is None:
+        checked = await agents.get_agent(ctx, org_id=org_id, ref=ref, project=project)
+    else:
+        checked = await _token_agent(ctx, org_id, handshake.principal.agent_id, ref, project)
     setup = await Setup.check(ctx, event, checked)
     silence = settings_for(checked, event)
     if event.resume_note is not None:
@@ -89,6 +92,20 @@ async def _resume(
         if item.text
     )
     return Started(conversation, agent, event, setup, silence, history)
+
+
+async def _token_agent(
+    ctx: Context, org_id: str, agent_id: str, ref: str, project: str | None
+) -> Agent:
+    """The agent of a conversation token's config: its own, or AgentNotAllowed (API.md
+    section 17; whether another agent exists is not told)."""
+    try:
+        agent = await agents.get_agent(ctx, org_id=org_id, ref=ref, project=project)
+    except (NotFound, Forbidden):
+        raise AgentNotAllowed() from None
+    if agent.id != agent_id:
+        raise AgentNotAllowed()
+    return agent
 
 
 async def _agent_of(
