@@ -13,8 +13,10 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    SerializerFunctionWrapHandler,
     StringConstraints,
     field_validator,
+    model_serializer,
 )
 
 from parley.clock import isoformat, isoformat_or_none
@@ -518,11 +520,23 @@ class AgentEnvelope(BaseModel):
     agent: AgentOut
 
 
-class AgentChanged(AgentEnvelope):
-    """`PATCH /v1/agents/{nameOrId}`: `{"agent"}`, and the configuration endpoint's secret
-    when this change set the agent's first endpoint (shown once; else null)."""
+class _ShowsIssuedSecret(BaseModel):
+    """`configuration_endpoint_secret` appears only in the answer of the change that made
+    it (shown once); every other answer has no such member."""
 
     configuration_endpoint_secret: str | None = None
+
+    @model_serializer(mode="wrap")
+    def _without_absent_secret(self, handler: SerializerFunctionWrapHandler) -> Any:
+        shown = handler(self)
+        if isinstance(shown, dict) and shown.get("configuration_endpoint_secret") is None:
+            shown.pop("configuration_endpoint_secret", None)
+        return shown
+
+
+class AgentChanged(AgentEnvelope, _ShowsIssuedSecret):
+    """`PATCH /v1/agents/{nameOrId}`: `{"agent"}`, and the configuration endpoint's secret
+    when this change gave the agent its endpoint."""
 
     @classmethod
     def of(cls, agent: Agent) -> AgentChanged:
@@ -530,14 +544,13 @@ class AgentChanged(AgentEnvelope):
         return cls(agent=AgentOut.of(agent), configuration_endpoint_secret=secret)
 
 
-class AgentCreated(AgentEnvelope):
+class AgentCreated(AgentEnvelope, _ShowsIssuedSecret):
     """`{"agent"}` as API.md section 4 says, plus the official SDK's `id` and `name`
     (its create call reads only those; docs/decisions.md), and the configuration
-    endpoint's secret when one was set (shown once; else null)."""
+    endpoint's secret when one was set."""
 
     id: str
     name: str
-    configuration_endpoint_secret: str | None = None
 
     @classmethod
     def of(cls, agent: Agent) -> AgentCreated:
