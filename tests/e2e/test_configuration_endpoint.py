@@ -124,7 +124,8 @@ async def refused(serve: ServeProcess, agent: str) -> tuple[str, dict[str, Any],
 def ended_by(client: Phonic, conversation_id: str) -> str | None:
     conversation = client.conversations.get(conversation_id).conversation
     assert conversation.status == "ended"
-    return conversation.ended_by
+    ended: str | None = conversation.ended_by
+    return ended
 
 
 # --- answered well ---------------------------------------------------------------------
