@@ -1,9 +1,10 @@
-"""An agent's configuration endpoint on a phone call (API.md sections 13 and 17): the
-simulated carrier (tests/carrier.py) calls the agent's number over real uvicorn; when the
+"""An agent's configuration endpoint on a phone call (API.md sections 13, 15 and 17): the
+simulated carrier (tests/carrier.py) calls the agent's number over real uvicorn, or Parley
+places a call through the simulated carrier's REST API (tests/carrier_api.py); when the
 stream starts, the endpoint (a real receiver, its signature checked with the
 `standardwebhooks` library) is called with the call's numbers. Answered well, the caller
 hears the overridden welcome; answered 500, the caller hears nothing and the stream is
-closed (the carrier hangs up)."""
+closed, so the carrier ends the call."""
 
 from __future__ import annotations
 
@@ -16,11 +17,15 @@ import pytest
 from standardwebhooks import Webhook
 
 from tests.carrier import SimulatedCarrier
+from tests.carrier_calls import Person
 from tests.e2e.conftest import Customer, Server
+from tests.e2e.test_outbound_calls import Office, carrier, office, office_app, office_settings
 from tests.e2e.test_phone_calls import VOICE_URL, Line, new_number
 from tests.webhook_receiver import Reply, WebhookReceiver, running_receiver
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
+
+__all__ = ["carrier", "office", "office_app", "office_settings"]  # a placed call's fixtures
 
 CALLER = "+15005550006"
 
@@ -99,3 +104,30 @@ async def test_configuration_endpoint_inbound_call_error_hangs_up_silently(
     found = await line.conversation(conversation_id)
     assert (found["status"], found["ended_by"]) == ("ended", "configuration_endpoint_error")
     assert found["items"] == []
+
+
+async def test_configuration_endpoint_placed_call_error_ends_call_at_carrier(
+    office: Office, receiver: WebhookReceiver
+) -> None:
+    receiver.script(Reply.json({"error": "down"}, status=503))
+    endpoint = {"url": receiver.url("/config")}
+    patched = await office.api.patch(
+        f"/v1/agents/{office.agent}", json={"configuration_endpoint": endpoint}
+    )
+    assert patched.status_code == 200, patched.text
+    secret = patched.json()["configuration_endpoint_secret"]
+    office.carrier.script(Person())
+    conversation_id, call = await office.placed()
+    await call.wait_finished(30)  # the stream closed: the carrier hung up
+    (stream,) = call.streams
+    assert (await stream.wait_closed(within=1)) == (1011, "configuration_endpoint_error")
+    assert stream.heard.played == []
+    assert call.statuses()[-1] == "completed"
+    ended = await office.until_ended(conversation_id, within=10)
+    assert ended["ended_by"] == "configuration_endpoint_error"
+    (request,) = receiver.requests
+    sent = Webhook(secret).verify(request.body, request.headers)
+    assert sent["from_phone_number"] == office.number
+    assert sent["to_phone_number"] == call.field("To")
+    events = await office.ended_events(conversation_id)
+    assert [event["ended_by"] for event in events] == ["configuration_endpoint_error"]
