@@ -31,6 +31,8 @@
      ├── RateLimited ............... carries retry_after (seconds)
      ├── UpstreamError ............. a service called on the caller's behalf refused or failed
      │    ├── CarrierError ........... the carrier's REST API (API.md section 15)
+     │    ├── ConfigurationEndpointFailed: ...TimedOut, ...Error, ...InvalidResponse
+     │    │                            (an agent's configuration endpoint, API.md 17)
      │    └── ExtractionFailed ....... the language model's answer, twice unusable (API.md 16)
      ├── NotOffered ................ needs what a self-hosted Parley does not have
      │    └── SipTrunkRequired ....... the SDK's SIP calls (no SIP trunk: API.md 17)
@@ -421,6 +423,31 @@ class CarrierError(UpstreamError):
         super().__init__(message)
         self.status = status
         self.carrier_code = carrier_code
+
+
+class ConfigurationEndpointFailed(UpstreamError):
+    """An agent's configuration endpoint failed at a conversation's start (API.md section
+    17): the conversation ends before it starts, with the subclass's code as `ended_by`."""
+
+    code = "configuration_endpoint_failed"
+    message = "The agent's configuration endpoint failed."
+
+
+class ConfigurationEndpointTimedOut(ConfigurationEndpointFailed):
+    code = "configuration_endpoint_timed_out"
+    message = "The agent's configuration endpoint did not answer in time."
+
+
+class ConfigurationEndpointError(ConfigurationEndpointFailed):
+    code = "configuration_endpoint_error"
+    message = "The agent's configuration endpoint could not be called or answered an error."
+
+
+class ConfigurationEndpointInvalidResponse(ConfigurationEndpointFailed):
+    code = "configuration_endpoint_invalid_response"
+    message = (
+        "The agent's configuration endpoint answered something that is not a valid configuration."
+    )
 
 
 class ExtractionFailed(UpstreamError):

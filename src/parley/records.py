@@ -90,6 +90,29 @@ KEEP_EVERYTHING = RetentionPolicy()
 
 
 @dataclass(frozen=True, slots=True)
+class ConfigurationEndpoint:
+    """An agent's configuration endpoint (API.md section 17), as stored: the values of
+    `headers` and the signing `secret` sealed (services/configuration_endpoints.py unseals
+    them for a call). `issued_secret` is the secret in clear on the one record returned by
+    the change that made it (shown once), None on every record read back."""
+
+    url: str
+    headers: Mapping[str, str]
+    timeout_ms: int
+    secret: str
+    issued_secret: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigurationEndpointSpec:
+    """A configuration endpoint as a create or update gives it (header values in clear)."""
+
+    url: str
+    headers: Mapping[str, str] = field(default_factory=dict)
+    timeout_ms: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Agent:
     id: str
     org_id: str
@@ -129,6 +152,8 @@ class Agent:
     enable_redaction: bool = False
     """Personal data in what its conversations keep is replaced by tags, and by a tone in
     the recording (API.md section 16)."""
+    configuration_endpoint: ConfigurationEndpoint | None = None
+    """Called at each conversation's start (API.md section 17); None: none."""
 
     @property
     def is_disabled(self) -> bool:
@@ -187,6 +212,7 @@ class AgentSpec:
     extraction_schemas: tuple[str, ...] = ()
     eval_prompts: tuple[str, ...] = ()
     enable_redaction: bool = False
+    configuration_endpoint: ConfigurationEndpointSpec | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,6 +238,7 @@ class AgentPatch:
     extraction_schemas: tuple[str, ...] | Unset = UNSET
     eval_prompts: tuple[str, ...] | Unset = UNSET
     enable_redaction: bool | Unset = UNSET
+    configuration_endpoint: ConfigurationEndpointSpec | Unset | None = UNSET
 
 
 @dataclass(frozen=True, slots=True)
@@ -325,6 +352,9 @@ class EndedBy(StrEnum):
     VOICEMAIL = "voicemail"
     TRANSFERRED = "transferred"
     ASSISTANT_SILENCE_LIMIT_REACHED = "assistant_silence_limit_reached"
+    CONFIGURATION_ENDPOINT_TIMED_OUT = "configuration_endpoint_timed_out"
+    CONFIGURATION_ENDPOINT_ERROR = "configuration_endpoint_error"
+    CONFIGURATION_ENDPOINT_INVALID_RESPONSE = "configuration_endpoint_invalid_response"
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,16 +13,27 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    SerializerFunctionWrapHandler,
     StringConstraints,
     field_validator,
+    model_serializer,
 )
 
 from parley.clock import isoformat, isoformat_or_none
 from parley.engine.audio import AudioFormat as EngineAudioFormat
 from parley.ids import NAME_RULE, is_valid_name
-from parley.records import Agent, ApiKey, AuditEvent, Project, ProjectRef, RetentionPolicy
+from parley.records import (
+    Agent,
+    ApiKey,
+    AuditEvent,
+    ConfigurationEndpointSpec,
+    Project,
+    ProjectRef,
+    RetentionPolicy,
+)
 from parley.services import agents, silence
 from parley.services.api_keys import MAX_NAME_LENGTH as MAX_KEY_NAME
+from parley.services.event_payloads import configuration_endpoint_json
 from parley.services.templates import NAME_RULE as VARIABLE_NAME_RULE
 from parley.services.templates import is_variable_name
 from parley.text import JsonObject, Label, Text
@@ -302,6 +313,49 @@ def retention_policy(given: DataRetentionPolicyIn) -> RetentionPolicy:
     )
 
 
+# --- an agent's configuration endpoint (API.md section 17) -----------------------------
+
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}")
+
+
+def _header_names(values: dict[str, str]) -> dict[str, str]:
+    for name in values:
+        if not _HEADER_NAME.fullmatch(name):
+            raise ValueError(f"{name!r} is not an HTTP header name")
+    return values
+
+
+class ConfigurationEndpointIn(Input):
+    """The official SDK's `{"url", "headers"?, "timeout_ms"?}`."""
+
+    url: Annotated[Label, StringConstraints(min_length=1, max_length=2048)]
+    headers: (
+        Annotated[
+            dict[str, Annotated[Label, StringConstraints(max_length=4096)]],
+            Field(max_length=20),
+            AfterValidator(_header_names),
+        ]
+        | None
+    ) = Field(
+        default=None,
+        description="Sent with each call; a value given as `********` keeps the stored one.",
+    )
+    timeout_ms: int | None = Field(default=None, description="100-10000; default 3000.")
+
+    def spec(self) -> ConfigurationEndpointSpec:
+        return ConfigurationEndpointSpec(
+            url=self.url, headers=dict(self.headers or {}), timeout_ms=self.timeout_ms
+        )
+
+
+class ConfigurationEndpointOut(BaseModel):
+    """The header values are masked (`********`): they are secrets."""
+
+    url: str
+    headers: dict[str, str]
+    timeout_ms: int
+
+
 class AgentCreate(Input):
     name: Name
     project: Annotated[Label, StringConstraints(max_length=64)] | None = Field(
@@ -350,6 +404,9 @@ class AgentCreate(Input):
         default=False,
         description="Personal data in what its conversations keep replaced by tags.",
     )
+    configuration_endpoint: ConfigurationEndpointIn | None = Field(
+        default=None, description="Called at each conversation's start; null: none."
+    )
 
 
 class AgentUpdate(Input):
@@ -374,9 +431,11 @@ class AgentUpdate(Input):
     extraction_schemas: AnalysisNames | None = None
     eval_prompts: AnalysisNames | None = None
     enable_redaction: bool | None = None
+    configuration_endpoint: ConfigurationEndpointIn | None = None
 
     NULLABLE: ClassVar[frozenset[str]] = frozenset(
         {
+            "configuration_endpoint",
             "welcome_message",
             "no_input_poke_sec",
             "no_input_end_conversation_sec",
@@ -445,6 +504,7 @@ class AgentOut(BaseModel):
     extraction_schemas: list[str]
     eval_prompts: list[str]
     enable_redaction: bool
+    configuration_endpoint: ConfigurationEndpointOut | None
     created_at: Timestamp
     updated_at: Timestamp
 
@@ -477,25 +537,67 @@ class AgentOut(BaseModel):
             extraction_schemas=list(agent.extraction_schemas),
             eval_prompts=list(agent.eval_prompts),
             enable_redaction=agent.enable_redaction,
+            configuration_endpoint=_endpoint_out(agent),
             created_at=isoformat(agent.created_at),
             updated_at=isoformat(agent.updated_at),
         )
+
+
+def _endpoint_out(agent: Agent) -> ConfigurationEndpointOut | None:
+    shown = configuration_endpoint_json(agent.configuration_endpoint)
+    return ConfigurationEndpointOut(**shown) if shown is not None else None
+
+
+def issued_endpoint_secret(agent: Agent) -> str | None:
+    """The configuration endpoint's secret when the change that returned `agent` made it."""
+    endpoint = agent.configuration_endpoint
+    return endpoint.issued_secret if endpoint is not None else None
 
 
 class AgentEnvelope(BaseModel):
     agent: AgentOut
 
 
-class AgentCreated(AgentEnvelope):
+class _ShowsIssuedSecret(BaseModel):
+    """`configuration_endpoint_secret` appears only in the answer of the change that made
+    it (shown once); every other answer has no such member."""
+
+    configuration_endpoint_secret: str | None = None
+
+    @model_serializer(mode="wrap")
+    def _without_absent_secret(self, handler: SerializerFunctionWrapHandler) -> Any:
+        shown = handler(self)
+        if isinstance(shown, dict) and shown.get("configuration_endpoint_secret") is None:
+            shown.pop("configuration_endpoint_secret", None)
+        return shown
+
+
+class AgentChanged(AgentEnvelope, _ShowsIssuedSecret):
+    """`PATCH /v1/agents/{nameOrId}`: `{"agent"}`, and the configuration endpoint's secret
+    when this change gave the agent its endpoint."""
+
+    @classmethod
+    def of(cls, agent: Agent) -> AgentChanged:
+        secret = issued_endpoint_secret(agent)
+        return cls(agent=AgentOut.of(agent), configuration_endpoint_secret=secret)
+
+
+class AgentCreated(AgentEnvelope, _ShowsIssuedSecret):
     """`{"agent"}` as API.md section 4 says, plus the official SDK's `id` and `name`
-    (its create call reads only those; docs/decisions.md)."""
+    (its create call reads only those; docs/decisions.md), and the configuration
+    endpoint's secret when one was set."""
 
     id: str
     name: str
 
     @classmethod
     def of(cls, agent: Agent) -> AgentCreated:
-        return cls(agent=AgentOut.of(agent), id=agent.id, name=agent.name)
+        return cls(
+            agent=AgentOut.of(agent),
+            id=agent.id,
+            name=agent.name,
+            configuration_endpoint_secret=issued_endpoint_secret(agent),
+        )
 
 
 class AgentList(BaseModel):
@@ -648,6 +750,9 @@ EndedBy = Literal[
     "voicemail",
     "transferred",
     "assistant_silence_limit_reached",
+    "configuration_endpoint_timed_out",
+    "configuration_endpoint_error",
+    "configuration_endpoint_invalid_response",
 ]
 """API.md sections 5 and 15: `records.EndedBy`'s values (tests/test_endings_home.py)."""
 

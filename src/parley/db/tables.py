@@ -139,6 +139,9 @@ class AgentRow(Base):
     that an agent names."""
     enable_redaction: Mapped[bool] = mapped_column(Boolean, server_default=false())
     """Its conversations keep personal data only as tags (API.md section 16)."""
+    configuration_endpoint: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    """`{"url", "headers": {name: sealed value}, "timeout_ms", "secret": sealed}` (API.md
+    section 17); None: no configuration endpoint."""
     disabled_at: Mapped[datetime | None] = mapped_column()
     created_at: Mapped[datetime] = mapped_column()
     updated_at: Mapped[datetime] = mapped_column()

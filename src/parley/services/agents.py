@@ -23,11 +23,14 @@ Rules:
    `validation_error` naming the field); the agent stores the policy's ID, and the policy's
    row is locked for share, so it is not deleted while the agent is being saved
    (services/storage_policies.py rule 7).
+11. `configuration_endpoint` follows services/configuration_endpoints.py (checked, sealed,
+   its secret made when it is first set and returned this once on the record).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Final, TypeVar
 
 from parley.clock import utcnow
@@ -46,8 +49,17 @@ from parley.errors import (
     ValidationFailed,
 )
 from parley.ids import looks_like_id, new_id
-from parley.records import Actor, Agent, AgentPatch, AgentSpec, Page, TemplateVariable, Unset
-from parley.services import audit, events, templates
+from parley.records import (
+    Actor,
+    Agent,
+    AgentPatch,
+    AgentSpec,
+    ConfigurationEndpoint,
+    Page,
+    TemplateVariable,
+    Unset,
+)
+from parley.services import audit, configuration_endpoints, events, templates
 from parley.services.context import Context
 from parley.services.eval_prompts import check_eval_prompt_names
 from parley.services.event_payloads import agent_json
@@ -88,6 +100,10 @@ async def create_agent(
         poke_text=spec.no_input_poke_text,
         end_sec=spec.no_input_end_conversation_sec,
     )
+    given_endpoint = spec.configuration_endpoint
+    endpoint = (
+        configuration_endpoints.issue(ctx, given_endpoint, current=None) if given_endpoint else None
+    )
     now = utcnow(ctx.clock)
     async with ctx.db.transaction(UNIQUE_VIOLATIONS) as session:
         in_project = await project_repo.resolve(session, org_id, project or MAIN_PROJECT)
@@ -108,10 +124,11 @@ async def create_agent(
             spec=spec,
             now=now,
             storage_policy=storage,
+            configuration_endpoint=endpoint,
         )
         await _record(session, ctx, agent, actor, "agent.create", project=in_project.name)
         await _announce(session, ctx, agent, "agent.created")
-        return agent
+        return _with_issued(agent, endpoint)
 
 
 async def get_agent(ctx: Context, *, org_id: str, ref: str, project: str | None) -> Agent:
@@ -184,18 +201,20 @@ async def update_agent(
         if not isinstance(patch.phone_numbers, Unset):
             await _refuse_taken_numbers(session, patch.phone_numbers, agent_id=agent.id)
         await _check_merged(session, agent, patch)
+        endpoint = await _endpoint_of(session, ctx, agent, patch)
         await agent_repo.apply_patch(
             session,
             agent.id,
             patch,
             now=utcnow(ctx.clock),
             storage_policy_id=await _storage_policy_id(session, agent, patch),
+            configuration_endpoint=endpoint,
         )
         updated = await agent_repo.load(session, agent.id)
         fields = sorted(name for name in AgentPatch.__slots__ if not _unset(patch, name))
         await _record(session, ctx, updated, actor, "agent.update", fields=fields)
         await _announce(session, ctx, updated, "agent.updated")
-        return updated
+        return _with_issued(updated, endpoint)
 
 
 async def delete_agent(
@@ -406,6 +425,27 @@ async def _storage_policy_id(
     if name is None or isinstance(name, Unset):
         return name
     return (await policy_for_agent(session, agent.project_id, name)).id
+
+
+async def _endpoint_of(
+    session: Session, ctx: Context, agent: AgentState, patch: AgentPatch
+) -> ConfigurationEndpoint | Unset | None:
+    """Rule 11: the sealed endpoint the patch makes (UNSET when it names none)."""
+    given = patch.configuration_endpoint
+    if given is None or isinstance(given, Unset):
+        return given
+    current = (await agent_repo.load(session, agent.id)).configuration_endpoint
+    return configuration_endpoints.issue(ctx, given, current=current)
+
+
+def _with_issued(agent: Agent, endpoint: ConfigurationEndpoint | Unset | None) -> Agent:
+    """The agent as its change returns it: a secret made by this change shown this once."""
+    if not isinstance(endpoint, ConfigurationEndpoint) or endpoint.issued_secret is None:
+        return agent
+    if agent.configuration_endpoint is None:
+        return agent
+    issued = replace(agent.configuration_endpoint, issued_secret=endpoint.issued_secret)
+    return replace(agent, configuration_endpoint=issued)
 
 
 def _check_silence_patch(patch: AgentPatch) -> None:

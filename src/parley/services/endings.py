@@ -117,6 +117,31 @@ NEVER_CONNECTED = Ending(EndedBy.FAILED, CloseCode.NORMAL, "conversation ended")
 TRANSFER_LOST = Ending(EndedBy.TIMEOUT, CloseCode.NORMAL, "conversation ended")
 """A phone transfer the carrier told nothing more of (the housekeeping timer)."""
 
+# Endings of section 17: the agent's configuration endpoint failed at the start (1011: the
+# server could not start the conversation; the reason is the `ended_by`).
+CONFIGURATION_ENDPOINT_TIMED_OUT = Ending(
+    EndedBy.CONFIGURATION_ENDPOINT_TIMED_OUT,
+    CloseCode.INTERNAL_ERROR,
+    "configuration_endpoint_timed_out",
+)
+CONFIGURATION_ENDPOINT_ERROR = Ending(
+    EndedBy.CONFIGURATION_ENDPOINT_ERROR, CloseCode.INTERNAL_ERROR, "configuration_endpoint_error"
+)
+CONFIGURATION_ENDPOINT_INVALID_RESPONSE = Ending(
+    EndedBy.CONFIGURATION_ENDPOINT_INVALID_RESPONSE,
+    CloseCode.INTERNAL_ERROR,
+    "configuration_endpoint_invalid_response",
+)
+CONFIGURATION_ENDPOINT_FAILURES: Final = {
+    ending.ended_by.value: ending
+    for ending in (
+        CONFIGURATION_ENDPOINT_TIMED_OUT,
+        CONFIGURATION_ENDPOINT_ERROR,
+        CONFIGURATION_ENDPOINT_INVALID_RESPONSE,
+    )
+}
+"""Each ending by the code of the `ConfigurationEndpointFailed` error that decides it."""
+
 
 def refused(code: str) -> Ending:
     """A `config` refused before the conversation went live (closes 1008 with the code)."""

@@ -14,6 +14,7 @@ from parley.records import (
     Agent,
     AgentRef,
     CallInfo,
+    ConfigurationEndpoint,
     Conversation,
     Evaluation,
     Extraction,
@@ -21,6 +22,9 @@ from parley.records import (
 )
 
 JsonObject = dict[str, Any]
+HEADER_MASK = "********"
+"""How an agent's configuration endpoint shows a header's value (its values are secrets:
+services/configuration_endpoints.py rule 3)."""
 
 
 def agent_json(agent: Agent) -> JsonObject:
@@ -52,8 +56,21 @@ def agent_json(agent: Agent) -> JsonObject:
         "extraction_schemas": list(agent.extraction_schemas),
         "eval_prompts": list(agent.eval_prompts),
         "enable_redaction": agent.enable_redaction,
+        "configuration_endpoint": configuration_endpoint_json(agent.configuration_endpoint),
         "created_at": isoformat(agent.created_at),
         "updated_at": isoformat(agent.updated_at),
+    }
+
+
+def configuration_endpoint_json(endpoint: ConfigurationEndpoint | None) -> JsonObject | None:
+    """An agent's configuration endpoint as the Agent shape shows it: the header names, each
+    value masked; never the secret (API.md section 17)."""
+    if endpoint is None:
+        return None
+    return {
+        "url": endpoint.url,
+        "headers": dict.fromkeys(endpoint.headers, HEADER_MASK),
+        "timeout_ms": endpoint.timeout_ms,
     }
 
 

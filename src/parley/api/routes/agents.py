@@ -16,6 +16,7 @@ from parley.api.deps import (
     Speech,
 )
 from parley.api.schemas import (
+    AgentChanged,
     AgentCreate,
     AgentCreated,
     AgentEnvelope,
@@ -29,7 +30,14 @@ from parley.api.schemas import (
     retention_policy,
 )
 from parley.errors import ValidationFailed
-from parley.records import UNSET, AgentPatch, AgentSpec, TemplateVariable, Unset
+from parley.records import (
+    UNSET,
+    AgentPatch,
+    AgentSpec,
+    ConfigurationEndpointSpec,
+    TemplateVariable,
+    Unset,
+)
 from parley.services import agents
 from parley.text import Label
 
@@ -90,6 +98,9 @@ async def create_agent(
         extraction_schemas=tuple(body.extraction_schemas),
         eval_prompts=tuple(body.eval_prompts),
         enable_redaction=body.enable_redaction,
+        configuration_endpoint=(
+            body.configuration_endpoint.spec() if body.configuration_endpoint else None
+        ),
     )
     agent = await agents.create_agent(
         ctx,
@@ -113,7 +124,7 @@ async def get_agent(
 
 @router.patch(
     "/{nameOrId}",
-    response_model=AgentEnvelope,
+    response_model=AgentChanged,
     responses=error_responses(400, 401, 403, 404, 409, 413, 503),
 )
 async def update_agent(
@@ -124,7 +135,7 @@ async def update_agent(
     body: AgentUpdate,
     speech: Speech,
     project: ProjectParam = None,
-) -> AgentEnvelope:
+) -> AgentChanged:
     """Update some fields of an agent; refused with 409 `agent_disabled` while disabled."""
     if nulls := body.null_fields():
         raise ValidationFailed(param_errors=dict.fromkeys(nulls, "may not be null"))
@@ -137,6 +148,7 @@ async def update_agent(
         "data_retention_policy",
         "extraction_schemas",
         "eval_prompts",
+        "configuration_endpoint",
     }
     patch = AgentPatch(
         **{name: getattr(body, name) for name in sent - lists},
@@ -153,6 +165,7 @@ async def update_agent(
             if body.data_retention_policy is not None
             else UNSET
         ),
+        configuration_endpoint=_endpoint_patch(body),
     )
     agent = await agents.update_agent(
         ctx,
@@ -163,7 +176,7 @@ async def update_agent(
         actor=actor,
         speech=speech,
     )
-    return AgentEnvelope(agent=AgentOut.of(agent))
+    return AgentChanged.of(agent)
 
 
 @router.delete("/{nameOrId}", response_model=SuccessOut, responses=ONE_AGENT_ERRORS)
@@ -239,6 +252,14 @@ async def release_phone_numbers(
 
 def _defaults(variables: dict[str, TemplateVariableIn]) -> dict[str, TemplateVariable]:
     return {name: TemplateVariable(default_value=v.default_value) for name, v in variables.items()}
+
+
+def _endpoint_patch(body: AgentUpdate) -> ConfigurationEndpointSpec | Unset | None:
+    """The configuration endpoint a PATCH sets (None: removed; UNSET: not sent)."""
+    if "configuration_endpoint" not in body.model_fields_set:
+        return UNSET
+    given = body.configuration_endpoint
+    return given.spec() if given is not None else None
 
 
 def _tuple_or_unset(values: list[str] | None) -> tuple[str, ...] | Unset:

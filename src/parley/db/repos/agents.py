@@ -23,6 +23,7 @@ from parley.records import (
     Agent,
     AgentPatch,
     AgentSpec,
+    ConfigurationEndpoint,
     Project,
     ProjectRef,
     RetentionPolicy,
@@ -94,7 +95,32 @@ def to_record(
         extraction_schemas=tuple(row.extraction_schemas or ()),
         eval_prompts=tuple(row.eval_prompts or ()),
         enable_redaction=bool(row.enable_redaction),
+        configuration_endpoint=endpoint_of(row.configuration_endpoint),
     )
+
+
+def endpoint_of(stored: Mapping[str, Any] | None) -> ConfigurationEndpoint | None:
+    """The record of a stored configuration endpoint (values still sealed), or None."""
+    if not stored:
+        return None
+    return ConfigurationEndpoint(
+        url=stored["url"],
+        headers=dict(stored.get("headers") or {}),
+        timeout_ms=int(stored["timeout_ms"]),
+        secret=stored["secret"],
+    )
+
+
+def stored_endpoint(endpoint: ConfigurationEndpoint | None) -> dict[str, Any] | None:
+    """The JSON column of a configuration endpoint record (values sealed), or None."""
+    if endpoint is None:
+        return None
+    return {
+        "url": endpoint.url,
+        "headers": dict(endpoint.headers),
+        "timeout_ms": endpoint.timeout_ms,
+        "secret": endpoint.secret,
+    }
 
 
 async def load(session: AsyncSession, agent_id: str) -> Agent:
@@ -202,9 +228,10 @@ async def insert(
     spec: AgentSpec,
     now: datetime,
     storage_policy: StoragePolicy | None = None,
+    configuration_endpoint: ConfigurationEndpoint | None = None,
 ) -> Agent:
     """Insert a new agent and its phone numbers; `storage_policy` is the one its
-    `spec.external_storage_policy` names."""
+    `spec.external_storage_policy` names, `configuration_endpoint` its endpoint sealed."""
     row = AgentRow(
         id=agent_id,
         org_id=org_id,
@@ -227,6 +254,7 @@ async def insert(
         extraction_schemas=list(spec.extraction_schemas),
         eval_prompts=list(spec.eval_prompts),
         enable_redaction=spec.enable_redaction,
+        configuration_endpoint=stored_endpoint(configuration_endpoint),
         disabled_at=None,
         created_at=now,
         updated_at=now,
@@ -264,9 +292,11 @@ async def apply_patch(
     *,
     now: datetime,
     storage_policy_id: str | Unset | None = UNSET,
+    configuration_endpoint: ConfigurationEndpoint | Unset | None = UNSET,
 ) -> None:
     """Write the set fields of `patch` to the agent (locked by `find(..., for_update=True)`);
-    `storage_policy_id` is the ID of the policy its `external_storage_policy` names."""
+    `storage_policy_id` is the ID of the policy its `external_storage_policy` names,
+    `configuration_endpoint` the sealed endpoint its `configuration_endpoint` makes."""
     changes = {
         column: value
         for column in PATCHABLE_COLUMNS
@@ -274,6 +304,8 @@ async def apply_patch(
     }
     if not isinstance(storage_policy_id, Unset):
         changes["external_storage_policy_id"] = storage_policy_id
+    if not isinstance(configuration_endpoint, Unset):
+        changes["configuration_endpoint"] = stored_endpoint(configuration_endpoint)
     if not isinstance(patch.data_retention_policy, Unset):
         changes["data_retention_policy"] = patch.data_retention_policy.to_json()
     for listed in ("tools", "extraction_schemas", "eval_prompts"):

@@ -490,6 +490,12 @@ class LiveSession:
             await self.send_error(error)
             self.end(endings.refused(error.code))
             return
+        if isinstance(started, starting.Refused):  # by its configuration endpoint
+            self._conversation = started.conversation  # ended by `_finish`, as it says
+            await self._emit(codec.ConversationCreated(started.conversation.id))
+            await self.send_error(started.error)
+            self.end(started.ending)
+            return
         conversation, agent, event = started.conversation, started.agent, started.event
         setup, silence, history = started.setup, started.silence, started.history
         self._conversation = conversation

@@ -2,18 +2,35 @@
 so a refused config leaves nothing behind and may be sent again; then the conversation goes
 live (made, or a pending one started), or, for a caller back from a transfer that was not
 answered, goes on with its history.
+
+An agent with a configuration endpoint (API.md section 17) has it called once its
+conversation is live (so a refused start calls nothing): its answer overrides the config's
+and the agent's settings, checked as a config's are; a failure is `Refused`, which the
+session ends by that failure's ending before the engine starts. An agent without one waits
+for nothing.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import Any
 
 from parley import engine
-from parley.errors import AgentNotAllowed, Forbidden, NotFound, ValidationFailed
-from parley.records import Agent, Conversation
-from parley.services import agents, conversations
+from parley.errors import (
+    AgentNotAllowed,
+    ConfigurationEndpointFailed,
+    ConfigurationEndpointInvalidResponse,
+    Forbidden,
+    InvalidRequest,
+    NotFound,
+    ValidationFailed,
+)
+from parley.records import Agent, Conversation, Unset
+from parley.services import agents, configuration_endpoints, conversations, endings
+from parley.services.configuration_endpoints import AgentView
 from parley.services.context import Context
+from parley.services.endings import Ending
 from parley.services.live import codec
 from parley.services.live.handshake import Handshake
 from parley.services.live.setup import Setup
@@ -35,9 +52,20 @@ class Started:
     """The conversation so far, when it goes on (a caller back from a transfer)."""
 
 
-async def start(ctx: Context, handshake: Handshake, event: codec.Configure) -> Started:
-    """Check the config, then make the conversation live. Raises the request error the
-    config deserves, AgentDisabled, AgentNotAllowed, ConversationEnded or ConversationExists."""
+@dataclass(frozen=True, slots=True)
+class Refused:
+    """A conversation that went live but that its agent's configuration endpoint ended
+    before it started: the session ends it by `ending` and sends `error`."""
+
+    conversation: Conversation
+    error: ConfigurationEndpointFailed
+    ending: Ending
+
+
+async def start(ctx: Context, handshake: Handshake, event: codec.Configure) -> Started | Refused:
+    """Check the config, then make the conversation live, configured by the agent's
+    configuration endpoint if it has one. Raises the request error the config deserves,
+    AgentDisabled, AgentNotAllowed, ConversationEnded or ConversationExists."""
     for requested in (event.input_format, event.output_format):
         if requested is not None:
             engine.AudioFormat.parse(requested)  # refuse before the conversation goes live
@@ -67,7 +95,63 @@ async def start(ctx: Context, handshake: Handshake, event: codec.Configure) -> S
         setup = await Setup.check(ctx, event, agent)
         silence = settings_for(agent, event)
     setup = dataclasses.replace(setup, redact=conversation.is_redacted)  # as it went live
+    if agent.configuration_endpoint is not None:
+        try:
+            event, agent, setup = await _configured(ctx, conversation, agent, event, setup)
+        except ConfigurationEndpointFailed as error:
+            ending = endings.CONFIGURATION_ENDPOINT_FAILURES[error.code]
+            return Refused(conversation, error, ending)
     return Started(conversation, agent, event, setup, silence)
+
+
+async def _configured(
+    ctx: Context, conversation: Conversation, agent: Agent, event: codec.Configure, setup: Setup
+) -> tuple[codec.Configure, Agent, Setup]:
+    """Call the agent's configuration endpoint and apply its answer: the config, the agent
+    and the setup as this conversation runs them. Raises ConfigurationEndpointFailed."""
+    endpoint = agent.configuration_endpoint
+    assert endpoint is not None  # noqa: S101 - the caller checked
+    items = event.tools if event.tools is not None else agent.tools
+    view = AgentView(
+        project_name=agent.project.name,
+        name=agent.name,
+        welcome_message=(
+            event.welcome_message if event.welcome_message is not None else agent.welcome_message
+        ),
+        system_prompt=_given(event.system_prompt, agent.system_prompt),
+        tools=[item if isinstance(item, str) else item.name for item in items],
+        boosted_keywords=agent.boosted_keywords,
+    )
+    overrides = await configuration_endpoints.fetch_overrides(
+        ctx, endpoint, agent=view, conversation_id=conversation.id, call_info=conversation.call_info
+    )
+    changes: dict[str, Any] = {}
+    if not isinstance(overrides.welcome_message, Unset):
+        changes["welcome_message"] = overrides.welcome_message or ""  # "": no welcome
+    if not isinstance(overrides.system_prompt, Unset):
+        changes["system_prompt"] = overrides.system_prompt
+    if not isinstance(overrides.tools, Unset):
+        changes["tools"] = overrides.tools
+    if not isinstance(overrides.template_variables, Unset):
+        given = dict(event.template_variables or {})
+        changes["template_variables"] = given | dict(overrides.template_variables)
+    if not isinstance(overrides.boosted_keywords, Unset):
+        agent = dataclasses.replace(agent, boosted_keywords=overrides.boosted_keywords)
+    if not changes:
+        return event, agent, setup
+    event = dataclasses.replace(event, **changes)
+    try:
+        checked = await Setup.check(ctx, event, agent)
+    except InvalidRequest as refused:  # an unknown tool, a placeholder without a value
+        raise ConfigurationEndpointInvalidResponse(
+            f"The agent's configuration endpoint answered a configuration that cannot be used: "
+            f"{refused.message}"
+        ) from None
+    return event, agent, dataclasses.replace(checked, redact=setup.redact)
+
+
+def _given(value: str | None, default: str) -> str:
+    return value if value is not None else default
 
 
 async def _resume(
