@@ -33,6 +33,7 @@ from parley.api.routes import (
     storage_policies,
     telephony,
     tools,
+    tts,
     voices,
     webhooks,
 )
@@ -146,6 +147,7 @@ def create_app(
         projects.router,
         agents.router,
         voices.router,
+        tts.router,
         tools.router,
         storage_policies.router,
         extraction_schemas.router,
