@@ -29,8 +29,9 @@ from urllib.parse import quote
 
 from parley import engine
 from parley.engine.audio import AudioFormat
-from parley.errors import Forbidden, Unavailable, ValidationFailed, VoiceNotFound
+from parley.errors import Unavailable, ValidationFailed, VoiceNotFound
 from parley.services.context import Context
+from parley.services.recordings import InvalidAudioSignature
 from parley.services.voices import (
     VOICE_LANGUAGE,
     SpeechCatalog,
@@ -52,10 +53,10 @@ SAMPLE_URL_SECONDS: Final = 7 * 24 * 3600
 SIGNING_PURPOSE: Final = "voice-sample-url"
 
 
-class InvalidSampleSignature(Forbidden):
-    """A voice sample's URL whose signature is wrong, missing or expired: one answer for all."""
+class InvalidSampleSignature(InvalidAudioSignature):
+    """A voice sample's URL whose signature is wrong, missing or expired: one answer for all
+    (a recording's answer, with its own message)."""
 
-    code = "invalid_signature"
     message = "The voice sample's URL is not valid: its signature is wrong or has expired."
 
 
