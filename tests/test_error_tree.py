@@ -24,13 +24,8 @@ VARIANTS = {
 SHARED_CODES = {
     # The spec's label for a bad signature, on three credentials: a JWT's (401, API.md 7
     # step 3), a carrier webhook's `X-Twilio-Signature` (403, API.md 13) and a recording's
-    # signed URL (403, API.md 16), and a voice sample's signed URL (403, API.md 17).
-    "invalid_signature": {
-        "InvalidSignature",
-        "InvalidCarrierSignature",
-        "InvalidAudioSignature",
-        "InvalidSampleSignature",
-    },
+    # signed URL (403, API.md 16).
+    "invalid_signature": {"InvalidSignature", "InvalidCarrierSignature", "InvalidAudioSignature"},
     # No carrier account: reading it is 404 (API.md 13), placing a call with none is 409 (15).
     "telephony_not_configured": {"TelephonyNotConfigured", "CallsNotConfigured"},
 }
