@@ -68,8 +68,9 @@ class EspeakSynthesizer:
     async def synthesize(self, text: str, *, voice: str, speed: float = 1.0) -> Samples:
         """Run espeak-ng on one sentence (text on stdin, WAV on stdout) with a timeout;
         `speed` scales its default rate of 175 words a minute."""
-        words_per_minute = str(round(ESPEAK_WORDS_PER_MINUTE * speed))
-        command = [self._executable, "--stdin", "--stdout", "-v", voice, "-s", words_per_minute]
+        command = [self._executable, "--stdin", "--stdout", "-v", voice]
+        if speed != 1.0:
+            command += ["-s", str(round(ESPEAK_WORDS_PER_MINUTE * speed))]
         with anyio.fail_after(self._timeout_s):
             result = await anyio.run_process(command, input=text.encode(), check=True)
         if len(result.stdout) > self._max_output_bytes:
