@@ -94,6 +94,9 @@ class ScriptedEngine:
     async def add_system_message(self, text: str) -> None:
         await self._record("add_system_message", text)
 
+    async def change_voice(self, voice_id: str) -> None:
+        await self._record("change_voice", voice_id)
+
     async def update_tools(self, tools: tuple[ToolDefinition, ...]) -> None:
         await self._record("update_tools", tools)
 
