@@ -71,6 +71,7 @@ def server_message_samples() -> list[object]:
         engine.AudioChunk(b"\x00\x00", "Hi."),
         engine.UserStartedSpeaking(),
         engine.UserFinishedSpeaking(),
+        engine.InputCancelled(),
         engine.AssistantStartedSpeaking(),
         engine.AssistantFinishedSpeaking(),
         engine.InterruptedResponse("Hi"),

@@ -14,6 +14,8 @@ from parley.errors import ParleyError
 VARIANTS = {
     "AgentNotAllowed",  # forbidden: a conversation token's config names another agent
     "ConversationNotStarted",  # conversation_not_found: a JWT's conversation starts on the socket
+    "InvalidSampleSignature",  # invalid_signature: a voice sample's signed URL (API.md 17)
+    "NoSynthesizer",  # service_unavailable: no speech synthesizer to ask (API.md 17)
     "JwksFetchError",  # jwks_unreachable, saying why the fetch failed
     "SignInRefused",  # unauthorized, on the dashboard's sign-in form
     "SignInThrottled",  # rate_limited, on the dashboard's sign-in form

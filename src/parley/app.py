@@ -35,6 +35,7 @@ from parley.api.routes import (
     storage_policies,
     telephony,
     tools,
+    tts,
     voices,
     webhooks,
 )
@@ -148,6 +149,7 @@ def create_app(
         projects.router,
         agents.router,
         voices.router,
+        tts.router,
         tools.router,
         storage_policies.router,
         extraction_schemas.router,

@@ -22,7 +22,7 @@
      │        (ConversationNotStarted), SessionTokenNotFound, ToolNotFound,
      │        TelephonyNotConfigured
      │        WebhookNotFound, DeliveryNotFound, StoragePolicyNotFound,
-     │        ExtractionSchemaNotFound, EvalPromptNotFound
+     │        ExtractionSchemaNotFound, EvalPromptNotFound, VoiceNotFound
      ├── Conflict .................. the request clashes with stored state
      │    └── NameTaken, AgentDisabled, PhoneNumberTaken, ProjectNotEmpty, ProjectProtected,
      │        ConversationExists, ConversationEnded, IssuerTaken, JtiReplayed, ToolInUse,
@@ -278,6 +278,11 @@ class OrganizationNotFound(NotFound):
 class TelephonyNotConfigured(NotFound):
     code = "telephony_not_configured"
     message = "No carrier account is set for this organization."
+
+
+class VoiceNotFound(NotFound):
+    code = "voice_not_found"
+    message = "Voice not found: GET /v1/voices lists the installed voices."
 
 
 # --- 409 ---------------------------------------------------------------------------

@@ -17,8 +17,10 @@ async def test_list_voices_shows_the_installed_voices(tenant: Tenant) -> None:
     response = await tenant.client.get("/v1/voices", params={"model": "merritt"})
     assert response.status_code == 200, response.text
     voices = response.json()["voices"]
-    assert {"id": "heart", "name": "Heart", "language": "en"} in voices
-    assert all(set(voice) == {"id", "name", "language"} for voice in voices)
+    (heart,) = [voice for voice in voices if voice["id"] == "heart"]
+    assert (heart["name"], heart["language"]) == ("Heart", "en")
+    keys = {"id", "name", "language", "description", "audio_url"}  # + the SDK's (API.md 17)
+    assert all(set(voice) == keys for voice in voices)
 
 
 @pytest.mark.anyio

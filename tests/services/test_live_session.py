@@ -91,6 +91,12 @@ class ScriptedEngine:
     async def update_system_prompt(self, text: str) -> None:
         await self._record("update_system_prompt", text)
 
+    async def add_system_message(self, text: str) -> None:
+        await self._record("add_system_message", text)
+
+    async def change_voice(self, voice_id: str) -> None:
+        await self._record("change_voice", voice_id)
+
     async def update_tools(self, tools: tuple[ToolDefinition, ...]) -> None:
         await self._record("update_tools", tools)
 

@@ -150,6 +150,25 @@ def test_null_settings_never_due() -> None:
     assert silence.next_at() is None
 
 
+@pytest.mark.anyio
+async def test_reconfigured_from_off_to_on_the_timer_starts_counting() -> None:
+    """A `reset` may turn silence options on mid-conversation (API.md section 17)."""
+    silence, clock = timer(poke=None, end=None)
+    pokes: list[str] = []
+
+    async def poke(text: str) -> None:
+        pokes.append(text)
+
+    running = asyncio.create_task(silence.run(poke))
+    await asyncio.sleep(0.02)
+    assert pokes == []
+    silence.reconfigure(SilenceSettings(poke_sec=5, poke_text="Still there?", end_sec=None))
+    clock.now += 5  # the silence under way keeps its start
+    await asyncio.sleep(0.05)
+    running.cancel()
+    assert pokes == ["Still there?"]
+
+
 # --- the settings of a config ---------------------------------------------------------------
 
 

@@ -12,6 +12,7 @@ from parley.records import Actor, Principal
 from parley.services import Context, authenticate
 from parley.services.authn import OPAQUE_KINDS, presented_credential
 from parley.services.paging import MAX_PAGE_SIZE
+from parley.services.speech import SpeechMaker, speech_maker
 from parley.services.voices import SpeechCatalog, cached_catalog
 from parley.text import Label
 
@@ -37,6 +38,15 @@ async def get_speech(connection: HTTPConnection) -> SpeechCatalog | None:
 
 
 Speech = Annotated[SpeechCatalog | None, Depends(get_speech)]
+
+
+async def get_speech_maker(connection: HTTPConnection) -> SpeechMaker | None:
+    """The synthesizer of the engine the app's lifespan built, for speech outside a
+    conversation (made once)."""
+    return speech_maker(connection.app.state)
+
+
+Synthesis = Annotated[SpeechMaker | None, Depends(get_speech_maker)]
 
 
 async def get_principal(request: Request, ctx: Ctx) -> Principal:

@@ -46,6 +46,8 @@ and error body.
 | `mute` / `unmute` | |
 | `tool_call_output` | `tool_call_id`, `output` (a WebSocket tool's answer) |
 | `update_tools_subset` | `tools` (names or inline WebSocket tools) |
+| `reset` | `config` (a `config`'s members: the conversation goes on with them) |
+| `add_system_message` | `system_message` (joins the model's history; no reply) |
 
 | server → client | fields |
 |---|---|
@@ -53,6 +55,7 @@ and error body.
 | `ready_to_start_conversation` | |
 | `user_started_speaking` / `user_finished_speaking` | |
 | `input_text` | `text`, `language` |
+| `input_cancelled` | (speech started, but no words came of it) |
 | `assistant_started_speaking` / `assistant_finished_speaking` | |
 | `audio_chunk` | `audio` (100 ms), `text` |
 | `interrupted_response` | `text` |

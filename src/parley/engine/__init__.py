@@ -24,6 +24,7 @@ from parley.engine.base import (
     EngineFactory,
     EngineWarning,
     HandOver,
+    InputCancelled,
     InputText,
     InterruptedResponse,
     KeypadPressed,
@@ -62,6 +63,7 @@ from parley.engine.options import EngineOptions, LlmOptions
 from parley.engine.recognizers import PlaceholderRecognizer, WhisperRecognizer, check_model_dir
 from parley.engine.replies import ChatCompletionReplies, ChatCompletions, RuleBasedReplies
 from parley.engine.semantic import SemanticParams, SmartTurn, installed_turn_model
+from parley.engine.spoken import sentences_of, spoken, wav_file
 from parley.engine.synthesizers import EspeakSynthesizer, HibariSynthesizer, load_synthesizer
 from parley.engine.tools import (
     ASYNC_STARTED,
@@ -117,6 +119,7 @@ __all__ = [
     "HandOff",
     "HandOver",
     "HibariSynthesizer",
+    "InputCancelled",
     "InputText",
     "InterruptedResponse",
     "InvalidAudioChunk",
@@ -159,4 +162,7 @@ __all__ = [
     "check_model_dir",
     "installed_turn_model",
     "load_synthesizer",
+    "sentences_of",
+    "spoken",
+    "wav_file",
 ]

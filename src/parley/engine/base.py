@@ -93,6 +93,12 @@ class UserFinishedSpeaking:
 
 
 @dataclass(frozen=True)
+class InputCancelled:
+    """The user's speech started (UserStartedSpeaking) but no words came of it: too little
+    speech for a turn (a cough, a click), or speech the recognizer heard no word in."""
+
+
+@dataclass(frozen=True)
 class AssistantStartedSpeaking:
     pass
 
@@ -161,6 +167,7 @@ EngineEvent: TypeAlias = (
     | AudioChunk
     | UserStartedSpeaking
     | UserFinishedSpeaking
+    | InputCancelled
     | AssistantStartedSpeaking
     | AssistantFinishedSpeaking
     | InterruptedResponse
@@ -262,10 +269,11 @@ class Turn:
 
     An `assistant` turn may carry the tool calls it made (its text: what the model said
     before them); each call is followed by one `tool` turn whose text is the JSON of the
-    call's output and whose `tool_call_id` names the call.
+    call's output and whose `tool_call_id` names the call. A `system` turn is a note the
+    client added to the history (`add_system_message`).
     """
 
-    role: Literal["user", "assistant", "tool"]
+    role: Literal["user", "assistant", "tool", "system"]
     text: str
     tool_calls: tuple[ToolCallPart, ...] = ()
     tool_call_id: str | None = None
@@ -362,8 +370,9 @@ class Synthesizer(Protocol):
         """Load the default voice now rather than on the first sentence."""
         ...
 
-    async def synthesize(self, text: str, *, voice: str) -> Samples:
-        """Return the speech for one sentence; never block the event loop."""
+    async def synthesize(self, text: str, *, voice: str, speed: float = 1.0) -> Samples:
+        """Return the speech for one sentence; never block the event loop. `speed` scales
+        the speaking rate (0.5-2.0; 1.0 the voice's own)."""
         ...
 
 
@@ -413,6 +422,10 @@ class ConversationEngine(Protocol):
 
     async def update_system_prompt(self, text: str) -> None:
         """Use `text` as the system prompt for every later reply."""
+        ...
+
+    async def add_system_message(self, text: str) -> None:
+        """Add `text` to the history as a system message, where it stands now; no reply."""
         ...
 
     async def update_tools(self, tools: tuple[ToolDefinition, ...]) -> None:

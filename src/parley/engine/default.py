@@ -52,6 +52,7 @@ from parley.engine.base import (
     EndConversation,
     EngineEvent,
     EngineWarning,
+    InputCancelled,
     InputText,
     InterruptedResponse,
     Recognizer,
@@ -314,6 +315,12 @@ class DefaultEngine:
         self._open_channels()
         self._system_prompt = text
 
+    async def add_system_message(self, text: str) -> None:
+        """Add `text` to the history as a system turn; no reply is queued."""
+        self._open_channels()
+        if text.strip():
+            self._history.append(Turn("system", text.strip()))
+
     async def update_tools(self, tools: tuple[ToolDefinition, ...]) -> None:
         """Offer `tools` to every later reply."""
         self._open_channels()
@@ -379,6 +386,7 @@ class DefaultEngine:
                 await self._warn("recognition_failed", "The user's speech could not be recognized.")
                 continue
             if transcript is None or not transcript.text.strip():
+                await self._emit(InputCancelled())  # speech, but no words in it
                 continue
             metrics.observe_queue_time("stt", transcript.queue_seconds)
             turn_log.info(
@@ -493,8 +501,9 @@ class DefaultEngine:
     async def _finish_user_turn(self, finished: VadEvent) -> None:
         await self._emit(UserFinishedSpeaking())
         task = self._ear().take_turn(finished)
-        if task is None:
-            return  # too little speech for a turn (a cough, a click)
+        if task is None:  # too little speech for a turn (a cough, a click)
+            await self._emit(InputCancelled())
+            return
         welcome, self._held_welcome = self._held_welcome, None
         if welcome:  # the callee's first words: the welcome answers them, at once
             self._queue(_Say(welcome))

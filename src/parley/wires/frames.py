@@ -129,6 +129,24 @@ class Configure(_Frame):
     ) = None
 
 
+class ResetOptions(Configure):
+    """A `reset`'s `config`: a `config`'s members and checks (API.md section 17), its
+    `agent` optional (omitted: the conversation's agent)."""
+
+    type: Literal["config"] = "config"
+    agent: Annotated[Label, StringConstraints(min_length=1, max_length=64)] | None = None  # type: ignore[assignment]
+
+
+class Reset(_Frame):
+    type: Literal["reset"]
+    config: ResetOptions
+
+
+class AddSystemMessage(_Frame):
+    type: Literal["add_system_message"]
+    system_message: Annotated[FreeText, StringConstraints(min_length=1, max_length=2_000)]
+
+
 class FeedAudio(_Frame):
     type: Literal["audio_chunk"]
     audio: Annotated[str, StringConstraints(max_length=16_384)]
@@ -187,6 +205,8 @@ ClientFrame = (
     | Mute
     | ToolCallOutput
     | UpdateToolsSubset
+    | Reset
+    | AddSystemMessage
 )
 _frames: TypeAdapter[ClientFrame] = TypeAdapter(Annotated[ClientFrame, Field(discriminator="type")])
 CLIENT_MESSAGE_TYPES = frozenset(
@@ -201,6 +221,8 @@ CLIENT_MESSAGE_TYPES = frozenset(
         "unmute",
         "tool_call_output",
         "update_tools_subset",
+        "reset",
+        "add_system_message",
     }
 )
 
@@ -318,6 +340,7 @@ def event_message(event: engine.EngineEvent) -> dict[str, Any]:
 _PLAIN: dict[type, str] = {
     engine.UserStartedSpeaking: "user_started_speaking",
     engine.UserFinishedSpeaking: "user_finished_speaking",
+    engine.InputCancelled: "input_cancelled",
     engine.AssistantStartedSpeaking: "assistant_started_speaking",
     engine.AssistantFinishedSpeaking: "assistant_finished_speaking",
     engine.AssistantEndedConversation: "assistant_ended_conversation",

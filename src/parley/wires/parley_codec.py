@@ -58,6 +58,10 @@ def _inbound(frame: frames.ClientFrame) -> codec.Inbound:
             return codec.ToolCallOutput(call_id, output)
         case frames.UpdateToolsSubset(tools=items):
             return codec.UpdateToolsSubset(tuple(_tool_item(item) for item in items))
+        case frames.Reset(config=options):
+            return codec.Reset(_configure(options))
+        case frames.AddSystemMessage(system_message=text):
+            return codec.AddSystemMessage(text)
 
 
 def _configure(frame: frames.Configure) -> codec.Configure:

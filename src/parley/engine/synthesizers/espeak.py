@@ -17,6 +17,9 @@ from parley.engine.audio import Samples, pcm16_to_float, resample
 from parley.engine.errors import SynthesizerUnavailable
 from parley.engine.synthesizers.hibari import DEFAULT_ALIASES, GENERIC_VOICES, voice_key
 
+ESPEAK_WORDS_PER_MINUTE = 175
+"""espeak-ng's default speaking rate (`-s`)."""
+
 
 class EspeakSynthesizer:
     """espeak-ng voices "en-us" (default) and "en-gb"; the hibari and generic IDs map by accent."""
@@ -49,6 +52,11 @@ class EspeakSynthesizer:
         """Return the espeak-ng voices offered."""
         return ("en-gb", "en-us")
 
+    def describe(self, voice: str) -> str | None:
+        """Its accent: "American English (espeak-ng)" or "British English (espeak-ng)"."""
+        accents = {"en-us": "American", "en-gb": "British"}
+        return f"{accents[voice]} English (espeak-ng)" if voice in accents else None
+
     def resolve_voice(self, voice_id: str) -> str | None:
         """Map a voice_id to "en-us" or "en-gb"; "" and "default" mean "en-us"."""
         key = voice_key(voice_id)
@@ -57,9 +65,12 @@ class EspeakSynthesizer:
     async def warm_up(self) -> None:
         """Nothing to load: each sentence starts its own process."""
 
-    async def synthesize(self, text: str, *, voice: str) -> Samples:
-        """Run espeak-ng on one sentence (text on stdin, WAV on stdout) with a timeout."""
+    async def synthesize(self, text: str, *, voice: str, speed: float = 1.0) -> Samples:
+        """Run espeak-ng on one sentence (text on stdin, WAV on stdout) with a timeout;
+        `speed` scales its default rate of 175 words a minute."""
         command = [self._executable, "--stdin", "--stdout", "-v", voice]
+        if speed != 1.0:
+            command += ["-s", str(round(ESPEAK_WORDS_PER_MINUTE * speed))]
         with anyio.fail_after(self._timeout_s):
             result = await anyio.run_process(command, input=text.encode(), check=True)
         if len(result.stdout) > self._max_output_bytes:

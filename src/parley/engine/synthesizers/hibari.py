@@ -71,6 +71,7 @@ class HibariSynthesizer:
         self._seed = seed
         self._paths: dict[str, str] = {}
         self._aliases: dict[str, str] = {}
+        self._descriptions: dict[str, str] = {}
         for name, info in registry.VOICES.items():
             try:
                 self._paths[name] = registry.voice_path(name, download_missing=False)
@@ -78,6 +79,8 @@ class HibariSynthesizer:
                 continue
             self._aliases[name.lower()] = name
             self._aliases[str(info.get("kokoro", name)).lower()] = name
+            if info.get("accent") and info.get("gender"):
+                self._descriptions[name] = f"{info['accent']} English, {info['gender']}"
         for generic, name in GENERIC_VOICES.items():
             if name in self._paths:
                 self._aliases[generic] = name
@@ -88,6 +91,10 @@ class HibariSynthesizer:
         """Return the hibari voice names available offline."""
         return tuple(sorted(self._paths))
 
+    def describe(self, voice: str) -> str | None:
+        """Its accent and gender ("American English, female"), from hibari's registry."""
+        return self._descriptions.get(voice)
+
     def resolve_voice(self, voice_id: str) -> str | None:
         """Map a voice_id to a voice on disk; "" and "default" mean the default voice."""
         key = voice_key(voice_id)
@@ -97,16 +104,17 @@ class HibariSynthesizer:
         """Load the default voice in a worker thread."""
         await anyio.to_thread.run_sync(self._voice, self.default_voice)
 
-    async def synthesize(self, text: str, *, voice: str) -> Samples:
-        """Synthesize one sentence in a worker thread; `voice` must come from resolve_voice."""
-        return await anyio.to_thread.run_sync(self._synthesize, text, voice)
+    async def synthesize(self, text: str, *, voice: str, speed: float = 1.0) -> Samples:
+        """Synthesize one sentence in a worker thread; `voice` must come from resolve_voice,
+        `speed` is hibari's own rate factor (Kokoro's duration scale)."""
+        return await anyio.to_thread.run_sync(self._synthesize, text, voice, speed)
 
-    def _synthesize(self, text: str, voice: str) -> Samples:
+    def _synthesize(self, text: str, voice: str, speed: float = 1.0) -> Samples:
         loaded = self._voice(voice)
         waiting = time.perf_counter()
         with loaded.lock:
             metrics.observe_queue_time("tts", time.perf_counter() - waiting)
-            audio = loaded.tts(text, seed=self._seed)
+            audio = loaded.tts(text, speed=speed, seed=self._seed)
         return np.asarray(audio, dtype=np.float32)
 
     def _voice(self, name: str) -> _LoadedVoice:

@@ -102,6 +102,21 @@ class Configure:
 
 
 @dataclass(frozen=True, slots=True)
+class Reset:
+    """Go on with new settings (API.md section 17): `config` is checked as a `config` is;
+    its `agent` None means the conversation's agent (services/live/reset.py)."""
+
+    config: Configure
+
+
+@dataclass(frozen=True, slots=True)
+class AddSystemMessage:
+    """A system message joins the model's history where the conversation stands; no reply."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
 class AudioIn:
     """User audio, in the session's input format."""
 
@@ -185,6 +200,8 @@ Inbound: TypeAlias = (
     | GenerateReply
     | SetExternalId
     | UpdateSystemPrompt
+    | Reset
+    | AddSystemMessage
     | Mute
     | Unmute
     | ToolCallOutput

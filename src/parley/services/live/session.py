@@ -19,6 +19,7 @@ decided code. So no conversation stays `live` after its socket is gone.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar
@@ -46,6 +47,7 @@ from parley.services.live.codec import Codec
 from parley.services.live.handshake import Handshake
 from parley.services.live.recorder import Recorder
 from parley.services.live.relay import Relay
+from parley.services.live.reset import Settings, reset, settings_of
 from parley.services.live.silence import SilenceTimer
 from parley.services.live.tools import ConversationTools, resolve_tools
 from parley.services.live.watchdog import watch
@@ -133,6 +135,8 @@ class LiveSession:
         self._recorder: Recorder | None = None
         self._storage_policy_id: str | None = None
         """The external storage policy the recording goes to (None: the directory)."""
+        self._settings: Settings | None = None
+        """What the conversation runs with: its config's, then its last reset's."""
 
     @property
     def conversation_id(self) -> str | None:
@@ -344,6 +348,10 @@ class LiveSession:
         )
         if switched is not None:
             self._agent_project, self._voice_id = switched.project_id, switched.voice_id
+            if self._settings is not None:
+                self._settings = dataclasses.replace(
+                    self._settings, agent_id=agent.id, voice_id=switched.voice_id
+                )
 
     async def _watch_callee(self) -> None:
         """On a call placed to someone: the welcome for a person; for a machine the voicemail
@@ -461,6 +469,10 @@ class LiveSession:
                     await self._relay.store("user", entry)
             case codec.UpdateSystemPrompt(system_prompt=prompt):
                 await live.update_system_prompt(prompt)
+            case codec.AddSystemMessage(text=text):
+                await live.add_system_message(text)
+            case codec.Reset(config=config):
+                await self._reset(live, config)
             case codec.Interrupt():
                 await live.interrupt()
             case codec.Mute():
@@ -555,6 +567,7 @@ class LiveSession:
             # The recording's tone needs the times of the user's words (redaction).
             word_timings=self._recorder is not None and setup.redact,
         )
+        self._settings = settings_of(agent, event, setup)
         if event.wait_for_callee:
             self._callee = Callee(voicemail_message=setup.voicemail_message)
         self._created = self._factory.create(config, tool_runner=tools)
@@ -568,6 +581,24 @@ class LiveSession:
         await self._emit(codec.ReadyToStart())
         if event.resume_note is not None and self._engine is not None:
             await self._engine.generate_reply(system_message=event.resume_note)
+
+    async def _reset(self, live: engine.ConversationEngine, event: codec.Configure) -> None:
+        """Go on with the reset's settings (reset.py); a refused one changes nothing."""
+        tools, held, conversation = self._tools, self._settings, self._conversation
+        if tools is None or held is None or conversation is None:
+            raise ConfigRequired()
+        self._settings = await reset(
+            self._ctx,
+            live,
+            tools,
+            self._silence,
+            org_id=self._handshake.principal.org_id,
+            conversation_id=conversation.id,
+            current=held,
+            event=event,
+        )
+        self._voice_id = self._settings.voice_id
+        self._given_values = dict(event.template_variables or {})
 
     async def _update_tools(
         self, live: engine.ConversationEngine, items: Sequence[codec.ToolItem]

@@ -79,6 +79,12 @@ class SilenceTimer:
             self._awaiting_playback = False
             self._quiet()
 
+    def reconfigure(self, settings: SilenceSettings) -> None:
+        """Count with new settings from now on (a `reset`): the silence under way keeps its
+        start, and the poke may be spoken again."""
+        self.settings, self._poked = settings, False
+        self._changed.set()
+
     def user_acted(self) -> None:
         """The user typed or pressed keys: a new silence, counted from now."""
         self._poked = False
@@ -117,8 +123,9 @@ class SilenceTimer:
 
     async def run(self, poke: Callable[[str], Awaitable[None]]) -> None:
         """Speak the poke when due; return once the silence limit is reached."""
-        if not self.settings.active:
-            await asyncio.Event().wait()  # nothing to count: wait to be cancelled
+        while not self.settings.active:  # nothing to count: wait for a reset, or cancellation
+            self._changed.clear()
+            await self._changed.wait()
         while True:
             self._changed.clear()
             now = self._clock.monotonic()
