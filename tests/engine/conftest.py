@@ -31,7 +31,7 @@ class ToneSynthesizer:
     async def warm_up(self) -> None:
         return None
 
-    async def synthesize(self, text: str, *, voice: str, speed: float = 1.0) -> Samples:
+    async def synthesize(self, text: str, *, voice: str) -> Samples:
         if voice != "tone":
             raise ValueError(f"unresolved voice {voice!r}")
         seconds = max(0.06 * len(text.split()), 0.2)

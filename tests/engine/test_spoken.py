@@ -25,7 +25,7 @@ class SlowSynthesizer(ToneSynthesizer):
         self.log.append(f"start {text}")
         await anyio.sleep(0.05)
         self.log.append(f"made {text}")
-        return await super().synthesize(text, voice=voice, speed=speed)
+        return await super().synthesize(text, voice=voice)
 
 
 async def test_spoken_yields_each_sentence_before_the_next_is_made() -> None:

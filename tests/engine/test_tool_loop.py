@@ -459,7 +459,7 @@ async def test_tool_runner_that_raises_gives_error_output_conversation_goes_on(
 class SlowSynthesizer(ToneSynthesizer):
     """Takes a second per sentence: a reply's first audio comes late."""
 
-    async def synthesize(self, text: str, *, voice: str, speed: float = 1.0) -> Samples:
+    async def synthesize(self, text: str, *, voice: str) -> Samples:
         await anyio.sleep(1.0)
         return await super().synthesize(text, voice=voice)
 

@@ -371,8 +371,8 @@ class Synthesizer(Protocol):
         ...
 
     async def synthesize(self, text: str, *, voice: str, speed: float = 1.0) -> Samples:
-        """Return the speech for one sentence; never block the event loop. `speed` scales
-        the speaking rate (0.5-2.0; 1.0 the voice's own)."""
+        """Return the speech for one sentence at `speed` (1.0: the voice's own pace, 0.5 to
+        2.0); never block the event loop."""
         ...
 
 

@@ -17,8 +17,8 @@ from parley.engine.audio import Samples, pcm16_to_float, resample
 from parley.engine.errors import SynthesizerUnavailable
 from parley.engine.synthesizers.hibari import DEFAULT_ALIASES, GENERIC_VOICES, voice_key
 
-ESPEAK_WORDS_PER_MINUTE = 175
-"""espeak-ng's default speaking rate (`-s`)."""
+WORDS_PER_MINUTE = 175
+"""espeak-ng's default pace (its `-s`)."""
 
 
 class EspeakSynthesizer:
@@ -66,11 +66,11 @@ class EspeakSynthesizer:
         """Nothing to load: each sentence starts its own process."""
 
     async def synthesize(self, text: str, *, voice: str, speed: float = 1.0) -> Samples:
-        """Run espeak-ng on one sentence (text on stdin, WAV on stdout) with a timeout;
-        `speed` scales its default rate of 175 words a minute."""
+        """Run espeak-ng on one sentence (text on stdin, WAV on stdout) with a timeout; a
+        `speed` other than 1.0 sets its words per minute (`-s`) to that share of its 175."""
         command = [self._executable, "--stdin", "--stdout", "-v", voice]
         if speed != 1.0:
-            command += ["-s", str(round(ESPEAK_WORDS_PER_MINUTE * speed))]
+            command += ["-s", str(round(WORDS_PER_MINUTE * speed))]
         with anyio.fail_after(self._timeout_s):
             result = await anyio.run_process(command, input=text.encode(), check=True)
         if len(result.stdout) > self._max_output_bytes:

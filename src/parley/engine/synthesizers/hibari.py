@@ -106,10 +106,10 @@ class HibariSynthesizer:
 
     async def synthesize(self, text: str, *, voice: str, speed: float = 1.0) -> Samples:
         """Synthesize one sentence in a worker thread; `voice` must come from resolve_voice,
-        `speed` is hibari's own rate factor (Kokoro's duration scale)."""
+        `speed` is hibari's own (the model's durations divided by it)."""
         return await anyio.to_thread.run_sync(self._synthesize, text, voice, speed)
 
-    def _synthesize(self, text: str, voice: str, speed: float = 1.0) -> Samples:
+    def _synthesize(self, text: str, voice: str, speed: float) -> Samples:
         loaded = self._voice(voice)
         waiting = time.perf_counter()
         with loaded.lock:
