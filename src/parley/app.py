@@ -35,6 +35,7 @@ from parley.api.routes import (
     tools,
     voices,
     webhooks,
+    workspace,
 )
 from parley.api.uvicorn_ws import WS_PROTOCOL
 from parley.clock import Clock, SystemClock
@@ -144,6 +145,7 @@ def create_app(
         api_keys.router,
         audit_events.router,
         projects.router,
+        workspace.router,
         agents.router,
         voices.router,
         tools.router,

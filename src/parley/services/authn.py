@@ -32,6 +32,10 @@ Rules:
 7. A scrape of `/metrics`, when the operator set a token, carries exactly one
    `Authorization: Bearer <token>`, compared in constant time; anything else is 401
    `unauthorized`.
+8. An API key or session token used from outside its organization's `ip_allowlist` is
+   403 `ip_not_allowed`, decided after the scope (services/workspace.py rules 2 and 3:
+   the client address is the caller's to pass, None when unknown, which a non-empty
+   allowlist refuses). JWTs are not limited by it.
 """
 
 from __future__ import annotations
@@ -55,7 +59,7 @@ from parley.errors import (
     Unavailable,
 )
 from parley.records import Conversation, Principal
-from parley.services import api_keys, session_tokens, telephony
+from parley.services import api_keys, session_tokens, telephony, workspace
 from parley.services.context import Context
 from parley.services.twilio_signature import signature_matches
 
@@ -138,6 +142,7 @@ async def authenticate(
     conversation_id: str | None = None,
     token_names_conversation: bool = False,
     while_admitting: Callable[[str, str], Awaitable[None]] | None = None,
+    client: str | None = None,
 ) -> Principal:
     """Prove a credential and return its principal, or raise (rules 3 to 5).
 
@@ -149,6 +154,9 @@ async def authenticate(
 
     `while_admitting(org_id, conversation_id)`: a check that runs beside a JWT's admission
     (its `jti` claim waits for a group commit) instead of after it; admission's error wins.
+
+    `client`: the request's address, checked against the organization's `ip_allowlist`
+    for an API key or a session token (rule 8).
     """
     kind = credentials.classify(credential)
     if kind == "jwt":
@@ -180,6 +188,8 @@ async def authenticate(
         raise Unauthorized()
     if principal.kind not in accepts:
         raise InsufficientScope()
+    if principal.kind in OPAQUE_KINDS:
+        await workspace.check_client(ctx, org_id=principal.org_id, client=client)
     return principal
 
 

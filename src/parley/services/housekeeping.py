@@ -1,4 +1,5 @@
-"""The timer of each serving instance: lease, orphans, unanswered phone calls, revocations
+"""The timer of each serving instance: lease (and the active conversations' leases on the
+caps), orphans, unanswered phone calls, revocations
 waiting for the store, spent `jti` records (embedded mode), retention, recordings waiting
 for their store.
 
@@ -17,6 +18,7 @@ from collections.abc import AsyncIterator, Awaitable
 from parley.db.jti_claims import SWEEP_BATCH, DatabaseReplayGuard
 from parley.errors import ParleyError
 from parley.services import (
+    active_conversations,
     instances,
     outbound_calls,
     post_call,
@@ -92,6 +94,7 @@ async def _run(ctx: Context, stopping: asyncio.Event) -> None:
         if loop.time() >= next_lease:
             next_lease = loop.time() + lease_tick
             await _step("renew the lease", instances.renew(ctx))
+            await _step("renew the active conversations' leases", active_conversations.renew(ctx))
             await _step("end orphaned conversations", instances.end_orphans(ctx))
             await _step("end calls never streamed", telephony.end_expired_calls(ctx))
             await _step(
