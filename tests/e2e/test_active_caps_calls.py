@@ -11,13 +11,15 @@ import pytest
 
 from tests.api.helpers import assert_error
 from tests.carrier_calls import Busy, Person
-from tests.e2e.test_outbound_calls import (  # noqa: F401 - the office and its fixtures
+from tests.e2e.test_outbound_calls import (
     Office,
     carrier,
     office,
     office_app,
     office_settings,
 )
+
+__all__ = ["carrier", "office", "office_app", "office_settings"]  # a placed call's fixtures
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
