@@ -13,12 +13,16 @@ Rules:
    back (`starting`). A start of a conversation counted already (a placed call's stream)
    renews its lease and is never refused.
 3. A lease lasts the instance's lease (PARLEY_CONVERSATION_LEASE_SECONDS) and is renewed
-   by the housekeeping timer beside the instance's own (`renew`). A killed instance renews
-   nothing: its conversations stop counting when their leases lapse, as the other
-   instances end them as orphans (services/instances.py).
-4. The ending releases the lease, once (services/endings.py). A release the store missed
-   is made good by the holder's next renewal, which asks the database which of the
-   conversations it holds ended (and stops renewing those live on another instance).
+   five times a lease by a beat of the housekeeping timer's own (`renew`: from memory,
+   never behind a database call), from the take on, not from the commit: a database or a
+   start slow to answer must not let a live conversation's lease lapse, or its place
+   would go to another start, past the cap. A killed instance renews nothing: its
+   conversations stop counting when their leases lapse, as the other instances end them
+   as orphans (services/instances.py).
+4. The ending releases the lease, once (services/endings.py). A release the store missed,
+   or a renewal that raced an ending, is made good by the timer's next `settle`, which
+   asks the database which of the conversations this instance holds ended (and stops
+   renewing those live on another instance): an ended conversation counts a tick at most.
 5. Leases are taken whether a cap is set or not: `active_conversations` is then the very
    count a cap would check, and setting a cap needs no warm-up. Without a cap the cost is
    that one store operation at each start and end; the caps are read in the start's own
@@ -80,19 +84,26 @@ class Start:
                 f"The {whose} has {cap} active conversations, its max_active_conversations."
             )
         held = Held(org_id=org_id, conversation_id=conversation_id, project_id=project_id)
+        # Renewed from now: a start slower than a lease must not lose its place (rule 3).
+        self._ctx.held.add(held, starting=True)
         self._taken.append((held, decision.added))
 
     def commit(self) -> None:
-        """The start committed: this instance renews its leases from now on. (Not before:
-        a renewal would find no row yet and release them.)"""
+        """The start committed: the database shows its conversations from now on."""
         for held, _ in self._taken:
-            self._ctx.held.add(held)
+            self._ctx.held.started(held.org_id, held.conversation_id)
 
     async def undo(self) -> None:
         """Give back what this start added."""
         for held, added in reversed(self._taken):
+            self._ctx.held.started(held.org_id, held.conversation_id)
             if added:
-                await _release(self._ctx, held.conversation_id, _groups(held))
+                await release(
+                    self._ctx,
+                    org_id=held.org_id,
+                    conversation_id=held.conversation_id,
+                    project_id=held.project_id,
+                )
         self._taken.clear()
 
 
@@ -119,21 +130,38 @@ async def release(
 
 
 async def renew(ctx: Context) -> int:
-    """Renew the leases this instance holds (rule 3), first dropping those of conversations
-    that ended (released again) or that another instance serves now; return how many."""
+    """Renew the leases this instance holds, from memory alone (rule 3): the housekeeping
+    timer runs it on its own beat, never behind a database call, so a database slow to
+    answer cannot let a live conversation's lease lapse (its place would go to another
+    start, past the cap). Return how many."""
     held = ctx.held.snapshot()
-    if not held:
-        return 0
+    if held:
+        await ctx.active.renew(
+            [(h.conversation_id, _groups(h)) for h in held],
+            lease_seconds=ctx.instance.lease_seconds,
+        )
+    return len(held)
+
+
+async def settle(ctx: Context) -> None:
+    """Stop renewing the conversations that ended (their leases released again) or that
+    another instance serves now (rule 4), as the database says."""
+    settled = [
+        h for h in ctx.held.snapshot() if not ctx.held.is_starting(h.org_id, h.conversation_id)
+    ]
+    if not settled:
+        return
     async with ctx.db.read() as session:
         found = await conversation_repo.activity_of(
-            session, [(h.org_id, h.conversation_id) for h in held]
+            session, [(h.org_id, h.conversation_id) for h in settled]
         )
-    kept: list[Held] = []
-    for each in held:
+    for each in settled:
+        if ctx.held.is_starting(each.org_id, each.conversation_id):
+            continue  # started again meanwhile (a placed call's stream)
         status, owner = found.get((each.org_id, each.conversation_id), (None, None))
         if status == Status.PENDING or (status == Status.LIVE and owner == ctx.instance.id):
-            kept.append(each)
-        elif status == Status.LIVE:  # served by another instance now: its lease is theirs
+            continue
+        if status == Status.LIVE:  # served by another instance now: its lease is theirs
             ctx.held.forget(each.org_id, each.conversation_id)
         else:  # ended (or deleted): a release that did not reach the store
             await release(
@@ -142,12 +170,6 @@ async def renew(ctx: Context) -> int:
                 conversation_id=each.conversation_id,
                 project_id=each.project_id,
             )
-    # Only what is still held: an ending meanwhile released it (never renewed back).
-    renewed = [
-        (h.conversation_id, _groups(h)) for h in kept if ctx.held.holds(h.org_id, h.conversation_id)
-    ]
-    await ctx.active.renew(renewed, lease_seconds=ctx.instance.lease_seconds)
-    return len(renewed)
 
 
 async def count_workspace(ctx: Context, *, org_id: str) -> int:

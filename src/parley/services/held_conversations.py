@@ -17,13 +17,31 @@ class Held:
 
 
 class HeldConversations:
-    """The conversations whose leases this instance renews, by (organization, ID)."""
+    """The conversations whose leases this instance renews, by (organization, ID); those
+    still `starting` (their start not committed yet) are renewed too, but not checked
+    against the database, which does not show them yet."""
 
     def __init__(self) -> None:
         self._held: dict[tuple[str, str], Held] = {}
+        self._starting: dict[tuple[str, str], int] = {}
 
-    def add(self, held: Held) -> None:
-        self._held[(held.org_id, held.conversation_id)] = held
+    def add(self, held: Held, *, starting: bool = False) -> None:
+        key = (held.org_id, held.conversation_id)
+        self._held[key] = held
+        if starting:
+            self._starting[key] = self._starting.get(key, 0) + 1
+
+    def started(self, org_id: str, conversation_id: str) -> None:
+        """A start of this conversation committed (or gave up)."""
+        key = (org_id, conversation_id)
+        left = self._starting.get(key, 0) - 1
+        if left > 0:
+            self._starting[key] = left
+        else:
+            self._starting.pop(key, None)
+
+    def is_starting(self, org_id: str, conversation_id: str) -> bool:
+        return (org_id, conversation_id) in self._starting
 
     def forget(self, org_id: str, conversation_id: str) -> None:
         self._held.pop((org_id, conversation_id), None)

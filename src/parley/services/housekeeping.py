@@ -55,16 +55,20 @@ class Timer:
     def __init__(self, ctx: Context) -> None:
         self._stopping = asyncio.Event()
         self._task = asyncio.create_task(_run(ctx, self._stopping), name=TASK_NAME)
+        self._leases = asyncio.create_task(
+            _renew_leases(ctx, self._stopping), name=f"{TASK_NAME}-leases"
+        )
 
     async def stop(self) -> None:
         """Let the step under way finish, then end; cancel it past `STOP_SECONDS`."""
         self._stopping.set()
-        try:
-            await asyncio.wait_for(asyncio.shield(self._task), STOP_SECONDS)
-        except TimeoutError:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        for task in (self._leases, self._task):
+            try:
+                await asyncio.wait_for(asyncio.shield(task), STOP_SECONDS)
+            except TimeoutError:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
 
 
 @contextlib.asynccontextmanager
@@ -108,6 +112,17 @@ async def _run(ctx: Context, stopping: asyncio.Event) -> None:
         await _step("sweep spent jti records", sweep_spent_claims(ctx))
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stopping.wait(), tick)
+
+
+async def _renew_leases(ctx: Context, stopping: asyncio.Event) -> None:
+    """The active conversations' leases on the caps, renewed on a beat of their own, five
+    times a lease: never behind the timer's database steps, which a slow database holds
+    up (services/active_conversations.py rule 3)."""
+    beat = ctx.instance.lease_seconds / TICKS_PER_LEASE
+    while not stopping.is_set():
+        await _step("renew the active conversations' leases", active_conversations.renew(ctx))
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stopping.wait(), beat)
 
 
 async def sweep_spent_claims(ctx: Context) -> int:
