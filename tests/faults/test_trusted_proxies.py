@@ -1,7 +1,8 @@
 """Behind a reverse proxy (issue #22 item 5): with PARLEY_TRUSTED_PROXIES naming the proxy,
 its `X-Forwarded-For` sets the client that the sign-in throttle, the audit trail, the
-access log and the workspace's IP allowlist (API.md section 17, REST and the socket) see, and its `X-Forwarded-Proto: https` makes the dashboard's cookies `Secure`;
-without it (the default) those headers are ignored, whoever sends them.
+access log and the workspace's IP allowlist (API.md section 17, REST and the socket) see,
+and its `X-Forwarded-Proto: https` makes the dashboard's cookies `Secure`; without it (the
+default) those headers are ignored, whoever sends them.
 
 A real `parley serve` is the proxy's upstream; the test plays the proxy on 127.0.0.1.
 """
