@@ -57,8 +57,8 @@ def project_group(project_id: str) -> str:
 
 
 class Start:
-    """The leases one start took: held by this instance once the start committed, given
-    back if it failed (rule 2)."""
+    """The leases one start took: renewed by this instance from the take on, checked
+    against the database once the start committed, given back if it failed (rule 2)."""
 
     def __init__(self, ctx: Context) -> None:
         self._ctx = ctx

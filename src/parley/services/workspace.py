@@ -12,7 +12,8 @@ Rules:
    its `X-Forwarded-For` (uvicorn's proxy headers, set by `parley serve`).
 3. The check reads the allowlist from the read model (services/read_model.py): parsed
    once per organization and change, dropped on every instance by the change's audit
-   record, so a request pays a dictionary look-up, and none at all with no allowlist.
+   record, so a request pays a dictionary look-up; the first request after a change of the
+   organization reads it again (one point read, no transaction), as agent reads do.
 4. A `PATCH` whose allowlist leaves out the address making it is 400 `would_lock_out`,
    and changes nothing.
 5. `max_active_conversations` is at least 1, or null (no cap); `name` follows the
@@ -90,9 +91,8 @@ async def check_client(ctx: Context, *, org_id: str, client: str | None) -> None
     allowlist (rule 2): IpNotAllowed."""
 
     async def load() -> IpAllowlist:
-        async with ctx.db.read() as session:
-            found = await org_repo.workspace(session, org_id)
-        return IpAllowlist(found.ip_allowlist)
+        async with ctx.db.point_read() as connection:  # the organization's row, by its key
+            return IpAllowlist(await org_repo.ip_allowlist_of(connection, org_id))
 
     allowlist: IpAllowlist = await ctx.read_model.get(ctx.db, org_id, ("ip_allowlist",), load)
     if not allowlist.allows(client):

@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import bindparam, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from parley.db.session import StatementConnection
 from parley.db.tables import OrganizationRow
 from parley.errors import OrganizationNotFound
 from parley.ids import looks_like_id
@@ -57,3 +58,13 @@ async def change(session: AsyncSession, org_id: str, values: Mapping[str, Any]) 
         await session.execute(
             update(OrganizationRow).where(OrganizationRow.id == org_id).values(**values)
         )
+
+
+_ALLOWLIST = select(OrganizationRow.ip_allowlist).where(OrganizationRow.id == bindparam("org_id"))
+
+
+async def ip_allowlist_of(connection: StatementConnection, org_id: str) -> tuple[str, ...]:
+    """Return the organization's IP allowlist (empty: any address); one statement, built
+    once, for a point read."""
+    found = (await connection.execute(_ALLOWLIST, {"org_id": org_id})).scalar()
+    return tuple(found or ())
