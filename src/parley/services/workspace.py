@@ -24,7 +24,6 @@ Rules:
 
 from __future__ import annotations
 
-import functools
 import ipaddress
 import re
 from collections.abc import Sequence
@@ -41,6 +40,8 @@ from parley.services.context import Context
 MAX_ENTRIES: Final = 100
 """Entries of `ip_allowlist` and of `invite_link_allowed_domains`, each."""
 MAX_CAP: Final = 1_000_000
+MAX_REMEMBERED: Final = 4096
+"""Client addresses whose answer an allowlist remembers (then it starts over)."""
 _DOMAIN: Final = re.compile(
     r"(?=.{1,253}\Z)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]([a-z0-9-]{0,61}[a-z0-9])?"
 )
@@ -57,22 +58,30 @@ class WorkspaceView:
 
 
 class IpAllowlist:
-    """An organization's parsed allowlist (rule 3): empty allows every address."""
+    """An organization's parsed allowlist (rule 3): empty allows every address. Each
+    client's answer is remembered (`MAX_REMEMBERED` of them), so a request from a known
+    address pays one dictionary look-up however long the list."""
 
-    __slots__ = ("_networks",)
+    __slots__ = ("_answers", "_networks")
 
     def __init__(self, entries: Sequence[str]) -> None:
         self._networks = tuple(ipaddress.ip_network(entry) for entry in entries)
+        self._answers: dict[str | None, bool] = {}
 
     def allows(self, client: str | None) -> bool:
         """Whether requests from `client` (an IP address, None if unknown) may use keys."""
         if not self._networks:
             return True
-        address = _address(client)
-        return address is not None and any(address in network for network in self._networks)
+        answer = self._answers.get(client)
+        if answer is None:
+            address = _address(client)
+            answer = address is not None and any(address in net for net in self._networks)
+            if len(self._answers) >= MAX_REMEMBERED:
+                self._answers.clear()
+            self._answers[client] = answer
+        return answer
 
 
-@functools.lru_cache(maxsize=4096)
 def _address(client: str | None) -> _Address | None:
     """The client's address (an IPv4-mapped IPv6 address as IPv4), None if not one."""
     if client is None:
