@@ -5,7 +5,7 @@ Run (from the repository root, with Parley installed in the interpreter that run
     scripts/install-wrk            # Debian's wrk, when it is missing
     .venv/bin/python bench/http_load.py [--duration 8] [--connections 32]
         [--modes sqlite,postgres1,postgres2] [--only ROW ...] [--json FILE]
-        [--profile DIR]
+        [--profile DIR] [--workspace-limits]
 
 One run starts every server as its own process on a free loopback port, one after another,
 loads it with `wrk` (2 threads, 32 connections, 8 s a row, after a 1 s warm-up) and stops it:
@@ -40,6 +40,11 @@ generation: the read model refills after them);
 `ws-jwt` WebSocket handshakes (open, then close without `config`), each with its own JWT
 and `jti`, and `ws-session` the same with one session token, measured by
 bench/ws_handshakes.py.
+
+With `--workspace-limits`, Parley's tenant gets a non-empty IP allowlist (ten entries, the
+load generator's 127.0.0.1 last) and caps on active conversations for the workspace and
+`main` (API.md section 17) before its rows run: the API-key rows then pay the allowlist's
+check, the JWT rows must pay nothing.
 
 Before a row is measured, one request must answer 2xx (101 for WebSockets), else the row is
 reported as failed. For each row it prints req/s, p50 and p99 (ms), each figure's ratio to
@@ -729,6 +734,8 @@ class Bench:
             server.wait_ready("/health")
             api_key = first_api_key(server.log)
             prepare_tenant(server, api_key, self.signer)
+            if self.args.workspace_limits:
+                limit_workspace(server, api_key)
             for row in rows:
                 try:
                     result = self.parley_row(mode, row, server, api_key, cwd)
@@ -906,6 +913,28 @@ def prepare_tenant(server: Process, api_key: str, signer: Signer) -> None:
                 raise RuntimeError(f"{method} {path}: {answer.status_code} {answer.text[:300]}")
 
 
+WORKSPACE_LIMITS: dict[str, Any] = {
+    # wrk's loopback address last, after networks it is not in: the check walks them all.
+    "ip_allowlist": [f"10.{i}.0.0/16" for i in range(8)] + ["2001:db8::/32", "127.0.0.1"],
+    "max_active_conversations": 1000,
+}
+"""`--workspace-limits`: an allowlist of ten entries that admits the load generator, and a
+cap on active conversations (API.md section 17), with a cap on the project `main` too."""
+
+
+def limit_workspace(server: Process, api_key: str) -> None:
+    """Set the workspace's IP allowlist and cap, and `main`'s cap (`--workspace-limits`)."""
+    headers = {"Authorization": f"Bearer {api_key}"}
+    with httpx.Client(base_url=server.http, headers=headers, timeout=30) as api:
+        for path, body in (
+            ("/v1/workspace", WORKSPACE_LIMITS),
+            ("/v1/projects/main", {"max_active_conversations": 100}),
+        ):
+            answer = api.patch(path, json=body)
+            if not answer.is_success:
+                raise RuntimeError(f"PATCH {path}: {answer.status_code} {answer.text[:300]}")
+
+
 def py_spy_binary() -> str:
     beside = Path(sys.executable).parent / "py-spy"
     found = shutil.which("py-spy") or (str(beside) if beside.exists() else None)
@@ -1022,6 +1051,12 @@ def parse_args() -> argparse.Namespace:
     )
     parser.add_argument("--redis", default="redis://127.0.0.1:6379/14", help="flushed per mode")
     parser.add_argument("--json", type=Path, default=None, help="write every figure here")
+    parser.add_argument(
+        "--workspace-limits",
+        action="store_true",
+        help="give Parley's tenant a non-empty IP allowlist (admitting the load generator) "
+        "and caps on active conversations (API.md section 17)",
+    )
     parser.add_argument(
         "--profile", type=Path, default=None, help="py-spy each Parley row into this directory"
     )

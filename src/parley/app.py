@@ -38,6 +38,7 @@ from parley.api.routes import (
     tts,
     voices,
     webhooks,
+    workspace,
 )
 from parley.api.uvicorn_ws import WS_PROTOCOL
 from parley.clock import Clock, SystemClock
@@ -147,6 +148,7 @@ def create_app(
         api_keys.router,
         audit_events.router,
         projects.router,
+        workspace.router,
         agents.router,
         voices.router,
         tts.router,

@@ -9,12 +9,14 @@
      │    ├── JwksUnreachable
      │    ├── UnknownTool, UndeclaredTemplateVariable, MissingTemplateVariable
      │    ├── UnknownExtractionSchema, UnknownEvalPrompt (an agent's lists, API.md 16)
+     │    ├── WouldLockOut (an IP allowlist without its own caller, API.md 17)
      ├── Unauthorized .............. no usable credential
      │    └── InvalidToken, InvalidSignature, InvalidAudience, TokenExpired,
      │        TokenNotYetValid (parley.jwt.errors)
      ├── Forbidden ................. the caller is known but may not do this
      │    ├── InsufficientScope
      │    ├── AgentNotAllowed (a conversation token's other agent, API.md section 17)
+     │    ├── IpNotAllowed (the workspace's IP allowlist, API.md 17)
      │    ├── InvalidCarrierSignature, InvalidStreamToken (phone calls, API.md section 13)
      │    └── ConversationIdMismatch, IssuerNotRegistered (parley.jwt.errors)
      ├── NotFound
@@ -29,6 +31,7 @@
      │        AccountTaken, StoragePolicyInUse, SchemaInUse, NoLanguageModel, NoTranscript
      ├── PayloadTooLarge
      ├── RateLimited ............... carries retry_after (seconds)
+     │    └── TooManyActiveConversations (a project's or workspace's cap, API.md 17)
      ├── UpstreamError ............. a service called on the caller's behalf refused or failed
      │    ├── CarrierError ........... the carrier's REST API (API.md section 15)
      │    ├── ConfigurationEndpointFailed: ...TimedOut, ...Error, ...InvalidResponse
@@ -124,6 +127,13 @@ class MissingTemplateVariable(InvalidRequest):
     message = "A template variable has neither a value nor a default."
 
 
+class WouldLockOut(InvalidRequest):
+    """An `ip_allowlist` that leaves out the address of the request setting it (API.md 17)."""
+
+    code = "would_lock_out"
+    message = "The IP allowlist would shut out the address making this request."
+
+
 class UnknownExtractionSchema(InvalidRequest):
     """An agent's `extraction_schemas` names no extraction schema of its project."""
 
@@ -179,6 +189,14 @@ class AgentNotAllowed(Forbidden):
     (API.md section 17): `forbidden`, and the socket closes (1008)."""
 
     message = "This conversation token opens a conversation with its own agent only."
+
+
+class IpNotAllowed(Forbidden):
+    """An API key or session token used from an address outside the workspace's
+    `ip_allowlist` (API.md section 17)."""
+
+    code = "ip_not_allowed"
+    message = "This client address is not in the workspace's IP allowlist."
 
 
 class InvalidCarrierSignature(Forbidden):
@@ -396,6 +414,15 @@ class PayloadTooLarge(ParleyError):
 class RateLimited(ParleyError):
     code = "rate_limited"
     message = "Too many requests."
+
+
+class TooManyActiveConversations(RateLimited):
+    """A conversation would start past its project's or workspace's
+    `max_active_conversations` (API.md section 17)."""
+
+    code = "too_many_active_conversations"
+    message = "Too many active conversations: the cap is reached."
+    default_retry_after = 5
 
 
 class UpstreamError(ParleyError):

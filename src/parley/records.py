@@ -44,6 +44,10 @@ class Project:
     org_id: str
     name: str
     created_at: datetime
+    default_agent: AgentRef | None = None
+    """The agent the project names as its default (API.md section 17), if it still exists."""
+    max_active_conversations: int | None = None
+    """The project's cap on active conversations (None: only the workspace's applies)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,6 +190,40 @@ class Unset:
 
 
 UNSET = Unset()
+
+
+@dataclass(frozen=True, slots=True)
+class ProjectPatch:
+    """A `PATCH /v1/projects/{nameOrId}`: the members given (`Unset`: left as they are);
+    `default_agent` is an agent's name in the project, or None to clear it."""
+
+    name: str | Unset = UNSET
+    default_agent: str | Unset | None = UNSET
+    max_active_conversations: int | Unset | None = UNSET
+
+
+@dataclass(frozen=True, slots=True)
+class Workspace:
+    """An organization as the SDK's workspace shows it (API.md section 17)."""
+
+    id: str
+    name: str
+    max_active_conversations: int | None
+    ip_allowlist: tuple[str, ...]
+    """Normalized CIDRs; empty: any address may use the organization's API keys."""
+    invite_link_allowed_domains: tuple[str, ...]
+    logo_url: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class WorkspacePatch:
+    """A `PATCH /v1/workspace`: the members given (`Unset`: left as they are)."""
+
+    name: str | Unset = UNSET
+    max_active_conversations: int | Unset | None = UNSET
+    ip_allowlist: tuple[str, ...] | Unset = UNSET
+    invite_link_allowed_domains: tuple[str, ...] | Unset = UNSET
+    logo_url: str | Unset | None = UNSET
 
 
 @dataclass(frozen=True, slots=True)

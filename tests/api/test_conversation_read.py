@@ -58,6 +58,9 @@ async def test_authentication_and_conversation_read_need_no_transaction(
     created = await tenant.client.post("/v1/conversations", json={"agent": agent["name"]})
     conversation_id = created.json()["conversation"]["id"]
     token = (await tenant.client.post("/v1/auth/session_token")).json()["session_token"]
+    # The token's creation changed the organization: its read model (the IP allowlist
+    # authentication checks, services/workspace.py) is read again by the next request.
+    assert (await tenant.client.get("/v1/agents")).status_code == 200
     opened: list[str] = []
     for kind in ("read", "transaction"):
         real = getattr(ctx.db, kind)

@@ -19,7 +19,14 @@ async def test_create_and_get_project_by_name_and_id(tenant: Tenant) -> None:
     created = await tenant.client.post("/v1/projects", json={"name": "sales"})
     assert created.status_code == 201
     project = created.json()["project"]
-    assert set(project) == {"id", "name", "created_at"}
+    assert set(project) == {
+        "id",
+        "name",
+        "default_agent",
+        "active_conversations",
+        "max_active_conversations",
+        "created_at",
+    }
     assert (await tenant.client.get("/v1/projects/sales")).json() == {"project": project}
     assert (await tenant.client.get(f"/v1/projects/{project['id']}")).json() == {"project": project}
 

@@ -1,19 +1,24 @@
 """Behind a reverse proxy (issue #22 item 5): with PARLEY_TRUSTED_PROXIES naming the proxy,
-its `X-Forwarded-For` sets the client that the sign-in throttle, the audit trail and the
-access log see, and its `X-Forwarded-Proto: https` makes the dashboard's cookies `Secure`;
-without it (the default) those headers are ignored, whoever sends them.
+its `X-Forwarded-For` sets the client that the sign-in throttle, the audit trail, the
+access log and the workspace's IP allowlist (API.md section 17, REST and the socket) see,
+and its `X-Forwarded-Proto: https` makes the dashboard's cookies `Secure`; without it (the
+default) those headers are ignored, whoever sends them.
 
 A real `parley serve` is the proxy's upstream; the test plays the proxy on 127.0.0.1.
 """
 
 from __future__ import annotations
 
+import json
 import secrets
 from collections.abc import Iterator
 
 import httpx
 import pytest
+from websockets.asyncio.client import connect
+from websockets.exceptions import InvalidStatus
 
+from tests.api.helpers import assert_error
 from tests.faults.serve_process import ServeProcess
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
@@ -112,3 +117,84 @@ async def test_untrusted_peer_forwarded_headers_ignored(exposed: ServeProcess) -
         claimed = await sign_in(client, exposed.first_key, forwarded_for=OPERATOR, proto="https")
     assert claimed.status_code == 429, claimed.text
     assert '127.0.0.1 "POST /dashboard/sign-in" 429' in exposed.output.read_text()
+
+
+# --- the workspace's IP allowlist (API.md section 17) -----------------------------------
+
+OFFICE = "203.0.113.5"
+ELSEWHERE = "198.51.100.20"
+
+
+def keyed(serve: ServeProcess, forwarded_for: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {serve.first_key}", "X-Forwarded-For": forwarded_for}
+
+
+async def handshake(serve: ServeProcess, forwarded_for: str) -> tuple[int, str]:
+    """Open the conversation socket with the API key: 101, or the refusal's status and code."""
+    try:
+        async with connect(f"{serve.ws}/v1/sts/ws", additional_headers=keyed(serve, forwarded_for)):
+            return 101, ""
+    except InvalidStatus as refused:
+        body = json.loads(refused.response.body or b"{}")
+        return refused.response.status_code, body["error"]["code"]
+
+
+async def test_ip_allowlist_behind_trusted_proxy_forwarded_client_decides_rest_and_socket(
+    behind_proxy: ServeProcess,
+) -> None:
+    async with httpx.AsyncClient(base_url=behind_proxy.http, timeout=10) as client:
+        patched = await client.patch(
+            "/v1/workspace",
+            json={"ip_allowlist": ["203.0.113.0/24"]},
+            headers=keyed(behind_proxy, OFFICE),
+        )
+        assert patched.status_code == 200, patched.text
+        try:
+            allowed = await client.get("/v1/agents", headers=keyed(behind_proxy, OFFICE))
+            assert allowed.status_code == 200, allowed.text
+            refused = await client.get("/v1/agents", headers=keyed(behind_proxy, ELSEWHERE))
+            assert_error(refused, 403, "ip_not_allowed")
+            # The proxy appends the address it saw: what a client wrote before it counts not.
+            spoofed = await client.get(
+                "/v1/agents", headers=keyed(behind_proxy, f"{OFFICE}, {ELSEWHERE}")
+            )
+            assert_error(spoofed, 403, "ip_not_allowed")
+            assert await handshake(behind_proxy, ELSEWHERE) == (403, "ip_not_allowed")
+            assert await handshake(behind_proxy, OFFICE) == (101, "")
+            locked_out = await client.patch(
+                "/v1/workspace",
+                json={"ip_allowlist": ["192.0.2.0/24"]},
+                headers=keyed(behind_proxy, OFFICE),
+            )
+            assert_error(locked_out, 400, "would_lock_out")
+        finally:
+            restored = await client.patch(
+                "/v1/workspace", json={"ip_allowlist": []}, headers=keyed(behind_proxy, OFFICE)
+            )
+            assert restored.status_code == 200, restored.text
+
+
+async def test_ip_allowlist_untrusted_peer_forwarded_header_ignored_would_lock_out(
+    exposed: ServeProcess,
+) -> None:
+    async with httpx.AsyncClient(base_url=exposed.http, timeout=10) as client:
+        # The peer is 127.0.0.1 whatever the header says: an office-only list shuts it out.
+        claimed = await client.patch(
+            "/v1/workspace",
+            json={"ip_allowlist": ["203.0.113.0/24"]},
+            headers=keyed(exposed, OFFICE),
+        )
+        assert_error(claimed, 400, "would_lock_out")
+        own = await client.patch(
+            "/v1/workspace", json={"ip_allowlist": ["127.0.0.1"]}, headers=keyed(exposed, OFFICE)
+        )
+        assert own.status_code == 200, own.text
+        try:
+            assert (
+                await client.get("/v1/agents", headers=keyed(exposed, ELSEWHERE))
+            ).status_code == 200
+            assert await handshake(exposed, ELSEWHERE) == (101, "")
+        finally:
+            await client.patch(
+                "/v1/workspace", json={"ip_allowlist": []}, headers=keyed(exposed, OFFICE)
+            )

@@ -17,6 +17,8 @@ from redis.asyncio import Redis
 
 from parley.clock import Clock
 from parley.stores import (
+    CappedLeases,
+    LeaseDecision,
     RateDecision,
     RateLimiter,
     ReplayGuard,
@@ -25,6 +27,7 @@ from parley.stores import (
     Throttle,
 )
 from parley.stores.memory import (
+    MemoryCappedLeases,
     MemoryRateLimiter,
     MemoryReplayGuard,
     MemoryRevocations,
@@ -32,6 +35,7 @@ from parley.stores.memory import (
     MemoryThrottle,
 )
 from parley.stores.redis import (
+    RedisCappedLeases,
     RedisRateLimiter,
     RedisReplayGuard,
     RedisRevocations,
@@ -67,6 +71,8 @@ class Backend(Protocol):
 
     def health(self) -> StoreHealth: ...
 
+    def capped_leases(self) -> CappedLeases: ...
+
     async def now(self) -> float:
         """Return the Unix time that decides the stores' expiries."""
         ...
@@ -83,6 +89,7 @@ class MemoryBackend:
         self._rate_limiters: dict[tuple[float, int], MemoryRateLimiter] = {}
         self._revocations = MemoryRevocations(clock)
         self._throttle = MemoryThrottle(clock)
+        self._capped_leases = MemoryCappedLeases(clock)
 
     def replay_guard(self) -> ReplayGuard:
         return self._replay_guard
@@ -101,6 +108,9 @@ class MemoryBackend:
 
     def health(self) -> StoreHealth:
         return MemoryStoreHealth()
+
+    def capped_leases(self) -> CappedLeases:
+        return self._capped_leases
 
     async def now(self) -> float:
         return self._clock.time()
@@ -128,6 +138,9 @@ class RedisBackend:
 
     def health(self) -> StoreHealth:
         return RedisStoreHealth(self._client)
+
+    def capped_leases(self) -> CappedLeases:
+        return RedisCappedLeases(self._client, prefix=self._prefix)
 
     async def now(self) -> float:
         seconds, microseconds = await self._client.time()
@@ -327,6 +340,75 @@ async def test_health_check_passes_while_the_stores_answer(backend: Backend) -> 
     health = backend.health()
     await asyncio.gather(*(health.check() for _ in range(5)))  # concurrent checks share one
     await health.check()
+
+
+# --- CappedLeases -----------------------------------------------------------------------
+
+
+async def test_take_within_caps_held_then_full_group_named(backend: Backend) -> None:
+    leases = backend.capped_leases()
+    groups = [("org", 3), ("project", 2)]
+    assert await leases.take("c1", groups, lease_seconds=60) == LeaseDecision(True, added=True)
+    assert (await leases.take("c2", groups, lease_seconds=60)).held is True
+    assert await leases.take("c3", groups, lease_seconds=60) == LeaseDecision(
+        held=False, full="project"
+    )
+    assert (await leases.take("c3", [("org", 3), ("other", None)], lease_seconds=60)).held
+    assert await leases.take("c4", [("org", 3), ("other", None)], lease_seconds=60) == (
+        LeaseDecision(held=False, full="org")
+    )
+    assert await leases.count(["org", "project", "other", "none"]) == [3, 2, 1, 0]
+
+
+async def test_take_member_already_held_renewed_never_refused(backend: Backend) -> None:
+    leases = backend.capped_leases()
+    groups = [("org", 1), ("project", 1)]
+    assert (await leases.take("c1", groups, lease_seconds=60)).added is True
+    again = await leases.take("c1", groups, lease_seconds=60)
+    assert again == LeaseDecision(held=True, added=False)
+    assert await leases.count(["org", "project"]) == [1, 1]
+
+
+async def test_take_lease_lapsed_member_no_longer_counted(backend: Backend) -> None:
+    leases = backend.capped_leases()
+    groups = [("org", 1)]
+    assert (await leases.take("c1", groups, lease_seconds=TTL)).held
+    assert not (await leases.take("c2", groups, lease_seconds=TTL)).held
+    await backend.wait(TTL + SLACK)
+    assert await leases.count(["org"]) == [0]
+    assert (await leases.take("c2", groups, lease_seconds=60)).held
+
+
+async def test_renew_extends_lease_past_its_first_expiry(backend: Backend) -> None:
+    leases = backend.capped_leases()
+    assert (await leases.take("c1", [("org", 1)], lease_seconds=TTL)).held
+    await leases.renew([("c1", ["org"])], lease_seconds=60)
+    await backend.wait(TTL + SLACK)
+    assert await leases.count(["org"]) == [1]
+    assert not (await leases.take("c2", [("org", 1)], lease_seconds=60)).held
+
+
+async def test_release_frees_the_slot_in_every_group(backend: Backend) -> None:
+    leases = backend.capped_leases()
+    groups = [("org", 1), ("project", 1)]
+    assert (await leases.take("c1", groups, lease_seconds=60)).held
+    await leases.release("c1", ["org", "project"])
+    await leases.release("c1", ["org", "project"])  # nothing held: nothing happens
+    assert await leases.count(["org", "project"]) == [0, 0]
+    assert (await leases.take("c2", groups, lease_seconds=60)).held
+
+
+async def test_take_concurrent_never_past_the_cap(backend: Backend) -> None:
+    leases = backend.capped_leases()
+    decisions = await asyncio.gather(
+        *(
+            leases.take(f"c{i}", [("org", 10), (f"project{i % 2}", 7)], lease_seconds=60)
+            for i in range(60)
+        )
+    )
+    assert sum(decision.held for decision in decisions) == 10
+    assert await leases.count(["org"]) == [10]
+    assert all(count <= 7 for count in await leases.count(["project0", "project1"]))
 
 
 # --- Across stores --------------------------------------------------------------------

@@ -49,10 +49,17 @@ async def get_speech_maker(connection: HTTPConnection) -> SpeechMaker | None:
 Synthesis = Annotated[SpeechMaker | None, Depends(get_speech_maker)]
 
 
+def client_address(connection: HTTPConnection) -> str | None:
+    """The client's address: the peer, or what a trusted proxy forwarded (uvicorn's proxy
+    headers, PARLEY_TRUSTED_PROXIES); None when the server does not know it."""
+    client = connection.client
+    return client.host if client else None
+
+
 async def get_principal(request: Request, ctx: Ctx) -> Principal:
     """An API key or a session token (query strings are ignored on REST)."""
     credential = presented_credential(request.headers.getlist("authorization"))
-    return await authenticate(ctx, credential, accepts=OPAQUE_KINDS)
+    return await authenticate(ctx, credential, accepts=OPAQUE_KINDS, client=client_address(request))
 
 
 AnyPrincipal = Annotated[Principal, Depends(get_principal)]
@@ -61,7 +68,9 @@ AnyPrincipal = Annotated[Principal, Depends(get_principal)]
 async def get_api_key_principal(request: Request, ctx: Ctx) -> Principal:
     """Require an API key (API.md section 1: only API keys manage the organization)."""
     credential = presented_credential(request.headers.getlist("authorization"))
-    return await authenticate(ctx, credential, accepts=frozenset({"api_key"}))
+    return await authenticate(
+        ctx, credential, accepts=frozenset({"api_key"}), client=client_address(request)
+    )
 
 
 ApiKeyPrincipal = Annotated[Principal, Depends(get_api_key_principal)]
@@ -69,7 +78,7 @@ ApiKeyPrincipal = Annotated[Principal, Depends(get_api_key_principal)]
 
 def actor_of(request: Request, principal: Principal) -> Actor:
     """Describe who makes a change for the audit trail: credential, client, request ID."""
-    client = request.client.host if request.client else None
+    client = client_address(request)
     request_id = getattr(request.state, "request_id", None)
     return Actor(
         kind=principal.kind, id=principal.credential_id, client=client, request_id=request_id
@@ -99,7 +108,9 @@ async def get_conversation_principal(
 ) -> Principal:
     """Authenticate a request to one conversation: a JWT must name it (API.md section 7)."""
     credential = presented_credential(request.headers.getlist("authorization"))
-    return await authenticate(ctx, credential, conversation_id=conversation_id)
+    return await authenticate(
+        ctx, credential, conversation_id=conversation_id, client=client_address(request)
+    )
 
 
 ConversationPrincipal = Annotated[Principal, Depends(get_conversation_principal)]
@@ -113,7 +124,11 @@ async def get_conversation_manager(
     opens and reads."""
     credential = presented_credential(request.headers.getlist("authorization"))
     return await authenticate(
-        ctx, credential, accepts=frozenset({"api_key", "jwt"}), conversation_id=conversation_id
+        ctx,
+        credential,
+        accepts=frozenset({"api_key", "jwt"}),
+        conversation_id=conversation_id,
+        client=client_address(request),
     )
 
 

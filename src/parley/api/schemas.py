@@ -215,14 +215,34 @@ class ProjectCreate(Input):
     name: Name
 
 
-class ProjectOut(BaseModel):
+class ProjectDefaultAgentOut(BaseModel):
     id: str
     name: str
+
+
+class ProjectOut(BaseModel):
+    """A project (API.md sections 3 and 17, the SDK's `Project`)."""
+
+    id: str
+    name: str
+    default_agent: ProjectDefaultAgentOut | None
+    active_conversations: int
+    max_active_conversations: int | None
     created_at: Timestamp
 
     @classmethod
-    def of(cls, project: Project) -> ProjectOut:
-        return cls(id=project.id, name=project.name, created_at=isoformat(project.created_at))
+    def of(cls, project: Project, active_conversations: int = 0) -> ProjectOut:
+        default = project.default_agent
+        return cls(
+            id=project.id,
+            name=project.name,
+            default_agent=(
+                ProjectDefaultAgentOut(id=default.id, name=default.name) if default else None
+            ),
+            active_conversations=active_conversations,
+            max_active_conversations=project.max_active_conversations,
+            created_at=isoformat(project.created_at),
+        )
 
 
 class ProjectEnvelope(BaseModel):

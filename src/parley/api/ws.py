@@ -16,7 +16,7 @@ from __future__ import annotations
 from fastapi import WebSocket
 
 from parley.api.bare_routes import BareWebSocketRoute
-from parley.api.deps import context_of
+from parley.api.deps import client_address, context_of
 from parley.api.errors import error_response
 from parley.api.session_socket import SessionSocket
 from parley.engine import EngineFactory
@@ -41,6 +41,7 @@ async def conversation_socket(websocket: WebSocket) -> None:
             authorization=websocket.headers.getlist("authorization"),
             conversation_id=query.get("conversation_id"),
             query_conversation_token=query.get("conversation_token"),
+            client=client_address(websocket),
         )
     except ParleyError as error:
         await websocket.send_denial_response(error_response(error))

@@ -27,6 +27,7 @@ from parley.services.credential_cache import MAX_ENTRIES, CredentialCache
 from parley.services.jwt_adapters import DatabaseKeySetStore, IssuerDirectory
 from parley.services.read_model import ReadModel
 from parley.stores import (
+    CappedLeases,
     ChangeFeed,
     RateLimiter,
     ReplayGuard,
@@ -35,6 +36,7 @@ from parley.stores import (
     Throttle,
 )
 from parley.stores.memory import (
+    MemoryCappedLeases,
     MemoryRateLimiter,
     MemoryRevocations,
     MemoryStoreHealth,
@@ -55,6 +57,8 @@ class _Stores:
     throttle: Throttle
     sign_in_limiter: RateLimiter
     health: StoreHealth
+    active: CappedLeases
+    """The active conversations' leases (services/active_conversations.py)."""
     changes: ChangeFeed | None
     """The read model's change feed: None in one process (its commits tell it at once)."""
 
@@ -146,6 +150,7 @@ async def open_context(options: RuntimeOptions, *, clock: Clock) -> AsyncIterato
             ),
             # The carrier's REST API leaves through the same client, under its own policy.
             carrier=TwilioCalls(outbound, api_url=options.twilio_api_url),
+            active=stores.active,
             # Cached credentials only where revocation is instant without fail: the
             # in-process store of embedded mode. A Redis outage or data loss could hide a
             # revocation from another instance's cache, so a fleet reads the database.
@@ -171,10 +176,12 @@ async def _open_stores(
             throttle=MemoryThrottle(clock),
             sign_in_limiter=MemoryRateLimiter(*SIGN_IN_RATE, clock),
             health=MemoryStoreHealth(),
+            active=MemoryCappedLeases(clock),
             changes=None,
         )
     # redis-py loads only when Redis is configured.
     from parley.stores.redis import (
+        RedisCappedLeases,
         RedisChangeFeed,
         RedisRateLimiter,
         RedisReplayGuard,
@@ -200,5 +207,6 @@ async def _open_stores(
         throttle=RedisThrottle(client),
         sign_in_limiter=RedisRateLimiter(*SIGN_IN_RATE, client),
         health=RedisStoreHealth(client),
+        active=RedisCappedLeases(client),
         changes=RedisChangeFeed(client),
     )

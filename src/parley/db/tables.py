@@ -63,6 +63,11 @@ class OrganizationRow(Base):
     id: Mapped[str] = mapped_column(String(40), primary_key=True)
     name: Mapped[str] = mapped_column(String(64), unique=True)
     created_at: Mapped[datetime] = mapped_column()
+    # The workspace's settings (API.md section 17).
+    max_active_conversations: Mapped[int | None] = mapped_column()
+    ip_allowlist: Mapped[list[str]] = mapped_column(JSON, server_default="[]")
+    invite_link_allowed_domains: Mapped[list[str]] = mapped_column(JSON, server_default="[]")
+    logo_url: Mapped[str | None] = mapped_column(String(2048))
 
 
 class ApiKeyRow(Base):
@@ -100,6 +105,9 @@ class ProjectRow(Base):
     org_id: Mapped[str] = mapped_column(ForeignKey("organizations.id", ondelete="CASCADE"))
     name: Mapped[str] = mapped_column(String(64))
     created_at: Mapped[datetime] = mapped_column()
+    # API.md section 17; no foreign key: a deleted agent reads as no default (migration 0021).
+    default_agent_id: Mapped[str | None] = mapped_column(String(40))
+    max_active_conversations: Mapped[int | None] = mapped_column()
 
     __table_args__ = (UniqueConstraint("org_id", "name", name="uq_projects_org_id_name"),)
 

@@ -40,6 +40,8 @@ VERIFY_BATCH: Final = 500
 ACTIONS: Final = frozenset(
     {
         "org.create",
+        "workspace.update",
+        "project.update",
         "agent.create",
         "agent.update",
         "agent.disable",

@@ -38,6 +38,10 @@ Rules:
    proves it (services/conversation_tokens.py), so it is never cached.
 9. An API key's secret that a rotation replaced proves the key until its grace ends
    (services/api_keys.py rule 3); each such use is counted (services/grace_uses.py).
+10. An API key or session token used from outside its organization's `ip_allowlist` is
+    403 `ip_not_allowed`, decided after the scope (services/workspace.py rules 2 and 3:
+    the client address is the caller's to pass, None when unknown, which a non-empty
+    allowlist refuses). JWTs and conversation tokens are not limited by it.
 """
 
 from __future__ import annotations
@@ -61,7 +65,7 @@ from parley.errors import (
     Unavailable,
 )
 from parley.records import Conversation, Principal
-from parley.services import api_keys, conversation_tokens, session_tokens, telephony
+from parley.services import api_keys, conversation_tokens, session_tokens, telephony, workspace
 from parley.services.context import Context
 from parley.services.twilio_signature import signature_matches
 
@@ -149,6 +153,7 @@ async def authenticate(
     conversation_id: str | None = None,
     token_names_conversation: bool = False,
     while_admitting: Callable[[str, str], Awaitable[None]] | None = None,
+    client: str | None = None,
 ) -> Principal:
     """Prove a credential and return its principal, or raise (rules 3 to 5).
 
@@ -160,6 +165,9 @@ async def authenticate(
 
     `while_admitting(org_id, conversation_id)`: a check that runs beside a JWT's admission
     (its `jti` claim waits for a group commit) instead of after it; admission's error wins.
+
+    `client`: the request's address, checked against the organization's `ip_allowlist`
+    for an API key or a session token (rule 8).
     """
     kind = credentials.classify(credential)
     if kind == "jwt":
@@ -197,6 +205,8 @@ async def authenticate(
         ctx.grace_uses.count(principal.org_id, principal.credential_id)
     if principal.kind not in accepts:
         raise InsufficientScope()
+    if principal.kind in OPAQUE_KINDS:
+        await workspace.check_client(ctx, org_id=principal.org_id, client=client)
     return principal
 
 

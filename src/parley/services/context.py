@@ -18,6 +18,7 @@ from parley.clock import Clock
 from parley.db.database import Database
 from parley.services.credential_cache import CredentialCache
 from parley.services.grace_uses import GraceUses
+from parley.services.held_conversations import HeldConversations
 from parley.services.outbox_bell import OutboxBell
 from parley.services.read_model import ReadModel
 
@@ -37,7 +38,13 @@ if TYPE_CHECKING:
     from parley.outbound import AddressPolicy, OutboundClient, TwilioCalls
     from parley.recordings import RecordingStore
     from parley.sealing import SecretBox
-    from parley.stores.base import RateLimiter, ReplayGuard, Revocations, StoreHealth
+    from parley.stores.base import (
+        CappedLeases,
+        RateLimiter,
+        ReplayGuard,
+        Revocations,
+        StoreHealth,
+    )
 
 
 class IssuerPolicies(Protocol):
@@ -141,6 +148,11 @@ class Context(DatabaseContext):
     carrier: TwilioCalls
     """The carrier's REST API (PARLEY_TWILIO_API_URL, API.md section 15): places and
     updates calls with an organization's credentials (`telephony.carrier_account`)."""
+    active: CappedLeases
+    """The active conversations of every project and organization, under their caps
+    (services/active_conversations.py; API.md section 17)."""
+    held: HeldConversations = field(default_factory=HeldConversations)
+    """The active conversations whose leases this instance renews."""
     credential_cache: CredentialCache = field(default_factory=CredentialCache)
     """API keys and session tokens already seen (services/credential_cache.py)."""
     grace_uses: GraceUses = field(default_factory=GraceUses)

@@ -10,7 +10,7 @@ from parley.services.conversations import get_conversation
 
 
 async def read_conversation(
-    ctx: Context, credential: str, conversation_id: str
+    ctx: Context, credential: str, conversation_id: str, *, client: str | None = None
 ) -> tuple[Principal, Conversation]:
     """Authenticate a read of one conversation, then return who read it and what.
 
@@ -27,7 +27,11 @@ async def read_conversation(
         )
 
     principal = await authenticate(
-        ctx, credential, conversation_id=conversation_id, while_admitting=read_while_admitting
+        ctx,
+        credential,
+        conversation_id=conversation_id,
+        while_admitting=read_while_admitting,
+        client=client,
     )
     if not principal.may_access(conversation_id):
         raise InsufficientScope()

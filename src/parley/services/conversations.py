@@ -27,7 +27,7 @@ from parley.errors import (
 )
 from parley.ids import CONVERSATION_ID_RULE, is_valid_conversation_id, new_id
 from parley.records import Actor, Agent, Conversation, Page, RetentionPolicy, Status, ToolCall
-from parley.services import endings, events, recordings
+from parley.services import active_conversations, endings, events, recordings
 from parley.services.agents import find_agent
 from parley.services.context import Context
 from parley.services.event_payloads import conversation_event_data
@@ -155,10 +155,14 @@ async def start_live(
 
     With `create_if_missing` (a JWT's conversation), an unknown ID is created; otherwise
     `conversation_id` must name a `pending` conversation, or be None for a new one.
-    Raises AgentDisabled for a disabled agent (spec section 3, rule 1).
+    Raises AgentDisabled for a disabled agent (spec section 3, rule 1), and
+    TooManyActiveConversations past a cap (services/active_conversations.py).
     """
     now = utcnow(ctx.clock)
-    async with ctx.db.transaction(conversation_repo.UNIQUE_VIOLATIONS) as session:
+    async with (
+        active_conversations.starting(ctx) as start,
+        ctx.db.transaction(conversation_repo.UNIQUE_VIOLATIONS) as session,
+    ):
         found = await find_agent(session, org_id, agent, project, for_update=True)
         if found.disabled_at is not None:
             raise AgentDisabled("The agent is disabled: it cannot start conversations.")
@@ -184,6 +188,10 @@ async def start_live(
                 raise ConversationExists("The conversation is already live.")
             if state.agent_id not in (None, agent_record.id):
                 raise ValidationFailed(param_errors={"agent": "is not the conversation's agent"})
+        # Counted active under the caps (API.md section 17), or refused: the last check.
+        await start.take(
+            session, org_id=org_id, project_id=agent_record.project.id, conversation_id=state.id
+        )
         # This instance's lease now covers the conversation (services/instances.py).
         state = await conversation_repo.go_live(
             session,
@@ -214,7 +222,7 @@ async def resume_live(
     transfers.py rule 4): no `conversation.started`, the agent it had. Raises
     ConversationEnded when it is no longer waiting for its caller."""
     now = utcnow(ctx.clock)
-    async with ctx.db.transaction() as session:
+    async with active_conversations.starting(ctx) as start, ctx.db.transaction() as session:
         state = await conversation_repo.find(session, org_id, conversation_id, for_update=True)
         if state is None:
             raise ConversationNotFound()
@@ -223,6 +231,10 @@ async def resume_live(
         if state.agent_id is None:
             raise ConversationEnded("The conversation's agent was deleted.")
         agent_record = await agent_repo.load(session, state.agent_id)
+        # Counted already: the lease is renewed here, by the instance that serves it now.
+        await start.take(
+            session, org_id=org_id, project_id=agent_record.project.id, conversation_id=state.id
+        )
         state = await conversation_repo.go_live(
             session,
             state,

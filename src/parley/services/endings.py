@@ -6,7 +6,9 @@ socket, `POST …/end`, the dashboard, a sweep, an orphan's, a phone call's), ca
 `end_conversation` with one of them: it stores the transition once (a guarded UPDATE:
 of two enders racing, on any instance, one wins), writes `conversation.ended` once in that
 transaction (services/events.py) and tells the instance holding the socket (the ended
-marker on the shared store, read by every socket's watchdog: services/live/watchdog.py).
+marker on the shared store, read by every socket's watchdog: services/live/watchdog.py);
+after the commit, the conversation stops counting against the caps on active
+conversations (services/active_conversations.py).
 
     pending ──(socket's config: start_live)──> live
        │                                         │
@@ -28,7 +30,7 @@ from parley.db.repos import conversations as conversation_repo
 from parley.db.session import Session
 from parley.errors import ConversationNotFound
 from parley.records import Actor, EndedBy, Outcome, Status
-from parley.services import audit, events, retention, revocations
+from parley.services import active_conversations, audit, events, retention, revocations
 from parley.services.context import Context
 from parley.services.event_payloads import conversation_event_data
 
@@ -226,6 +228,10 @@ async def end_conversation(
         )
     if pending is not None:
         await revocations.publish(ctx, pending)
+    if ended:  # no longer active (API.md section 17): its lease on the caps given back
+        await active_conversations.release(
+            ctx, org_id=org_id, conversation_id=conversation_id, project_id=found.project_id
+        )
     return ended
 
 

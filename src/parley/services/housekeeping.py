@@ -1,4 +1,5 @@
-"""The timer of each serving instance: lease, orphans, unanswered phone calls, revocations
+"""The timer of each serving instance: lease (and the active conversations' leases on the
+caps), orphans, unanswered phone calls, revocations
 waiting for the store, spent `jti` records (embedded mode), retention, recordings waiting
 for their store, uses of rotated API keys' replaced secrets (to the audit trail), spent
 credentials (conversation tokens, replaced secrets).
@@ -18,6 +19,7 @@ from collections.abc import AsyncIterator, Awaitable
 from parley.db.jti_claims import SWEEP_BATCH, DatabaseReplayGuard
 from parley.errors import ParleyError
 from parley.services import (
+    active_conversations,
     api_keys,
     conversation_tokens,
     instances,
@@ -56,16 +58,20 @@ class Timer:
     def __init__(self, ctx: Context) -> None:
         self._stopping = asyncio.Event()
         self._task = asyncio.create_task(_run(ctx, self._stopping), name=TASK_NAME)
+        self._leases = asyncio.create_task(
+            _renew_leases(ctx, self._stopping), name=f"{TASK_NAME}-leases"
+        )
 
     async def stop(self) -> None:
         """Let the step under way finish, then end; cancel it past `STOP_SECONDS`."""
         self._stopping.set()
-        try:
-            await asyncio.wait_for(asyncio.shield(self._task), STOP_SECONDS)
-        except TimeoutError:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        for task in (self._leases, self._task):
+            try:
+                await asyncio.wait_for(asyncio.shield(task), STOP_SECONDS)
+            except TimeoutError:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
 
 
 @contextlib.asynccontextmanager
@@ -96,6 +102,7 @@ async def _run(ctx: Context, stopping: asyncio.Event) -> None:
         if loop.time() >= next_lease:
             next_lease = loop.time() + lease_tick
             await _step("renew the lease", instances.renew(ctx))
+            await _step("renew the active conversations' leases", active_conversations.renew(ctx))
             await _step("end orphaned conversations", instances.end_orphans(ctx))
             await _step("end calls never streamed", telephony.end_expired_calls(ctx))
             await _step(
@@ -117,6 +124,17 @@ async def _sweep_spent_credentials(ctx: Context) -> int:
     """Delete conversation tokens long expired and replaced secrets whose grace ended."""
     swept = await conversation_tokens.sweep_expired(ctx)
     return swept + await api_keys.sweep_replaced_secrets(ctx)
+
+
+async def _renew_leases(ctx: Context, stopping: asyncio.Event) -> None:
+    """The active conversations' leases on the caps, renewed on a beat of their own, five
+    times a lease: never behind the timer's database steps, which a slow database holds
+    up (services/active_conversations.py rule 3)."""
+    beat = ctx.instance.lease_seconds / TICKS_PER_LEASE
+    while not stopping.is_set():
+        await _step("renew the active conversations' leases", active_conversations.renew(ctx))
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stopping.wait(), beat)
 
 
 async def sweep_spent_claims(ctx: Context) -> int:

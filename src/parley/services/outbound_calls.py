@@ -8,8 +8,10 @@ Rules:
    organization's carrier account (409 `telephony_not_configured`), the texts' template
    variables (400 `missing_template_variable`) and the tools named (400 `unknown_tool`).
    `dry_run` stops there.
-2. Then the `pending` conversation is committed (`call_info.direction` `outbound`, the
-   `config` overrides stored as its call settings) before the carrier is asked, so a
+2. Then the `pending` conversation is committed, counted active from now (429
+   `too_many_active_conversations` past a cap, storing nothing: services/
+   active_conversations.py), with `call_info.direction` `outbound` and the
+   `config` overrides stored as its call settings, before the carrier is asked, so a
    callback that comes before the answer finds it; the carrier's SID is stored after. A
    refusal or time-out ends it `failed` (502 `carrier_error`): nothing stays pending.
 3. The voice webhook of a placed call names its conversation (`?conversation_id=`): the
@@ -62,7 +64,16 @@ from parley.records import (
     Status,
     VoiceAnswer,
 )
-from parley.services import agents, answering, audit, endings, revocations, telephony, templates
+from parley.services import (
+    active_conversations,
+    agents,
+    answering,
+    audit,
+    endings,
+    revocations,
+    telephony,
+    templates,
+)
 from parley.services.agents import find_agent
 from parley.services.answering import Verdict
 from parley.services.context import Context
@@ -221,11 +232,18 @@ async def _create(
 ) -> str:
     """Commit the placed call's `pending` conversation (rule 2), audited."""
     conversation_id = new_id("conv")
-    async with ctx.db.transaction(conversation_repo.UNIQUE_VIOLATIONS) as session:
+    async with (
+        active_conversations.starting(ctx) as start,
+        ctx.db.transaction(conversation_repo.UNIQUE_VIOLATIONS) as session,
+    ):
         # The agent's row lock orders this against a disable: one that has answered wins.
         locked = await find_agent(session, org_id, agent.id, None, for_update=True)
         if locked.disabled_at is not None:
             raise AgentDisabled("The agent is disabled: it cannot start conversations.")
+        # A placed call is active from now (API.md section 17): 429 past a cap.
+        await start.take(
+            session, org_id=org_id, project_id=agent.project.id, conversation_id=conversation_id
+        )
         await conversation_repo.create(
             session,
             org_id=org_id,

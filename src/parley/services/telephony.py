@@ -22,6 +22,9 @@ Rules:
    instance) before anything else; a repeat gets that answer again, the same conversation
    and stream token while the token is unused, unexpired and the conversation `pending`,
    and `<Reject/>` otherwise (a rejected call stays rejected). Never a second conversation.
+6. An answered call counts as active from its answer (API.md section 17): past its
+   project's or organization's cap it is rejected busy, `<Reject reason="busy"/>`, and
+   makes no conversation (services/active_conversations.py).
 """
 
 from __future__ import annotations
@@ -45,12 +48,13 @@ from parley.errors import (
     Forbidden,
     InvalidStreamToken,
     TelephonyNotConfigured,
+    TooManyActiveConversations,
     ValidationFailed,
 )
 from parley.ids import is_valid_conversation_id, new_id
 from parley.outbound import CarrierAccount, twiml
 from parley.records import Actor, CallInfo, Conversation, Status, TwilioAccount, VoiceAnswer
-from parley.services import audit, endings
+from parley.services import active_conversations, audit, endings
 from parley.services.context import Context
 
 __all__ = [
@@ -215,7 +219,10 @@ async def answer_call(
     call_sid = fields["CallSid"]
     conversation_id = new_id("conv")
     now = utcnow(ctx.clock)
-    async with ctx.db.transaction(conversation_repo.UNIQUE_VIOLATIONS) as session:
+    async with (
+        active_conversations.starting(ctx) as start,
+        ctx.db.transaction(conversation_repo.UNIQUE_VIOLATIONS) as session,
+    ):
         claimed = await telephony_repo.claim_call(
             session, org_id=org_id, call_sid=call_sid, conversation_id=conversation_id, at=now
         )
@@ -227,6 +234,14 @@ async def answer_call(
             await telephony_repo.reject_claimed_call(session, org_id=org_id, call_sid=call_sid)
             return VoiceAnswer()
         agent = await agent_repo.load(session, agent_id)
+        try:  # rule 6: an answered call is active
+            await start.take(
+                session, org_id=org_id, project_id=agent.project.id, conversation_id=conversation_id
+            )
+        except TooManyActiveConversations:
+            log.info("call past a cap on active conversations: rejected (busy)")
+            await telephony_repo.reject_claimed_call(session, org_id=org_id, call_sid=call_sid)
+            return VoiceAnswer()
         state = await conversation_repo.create(
             session,
             org_id=org_id,

@@ -1,5 +1,6 @@
 """Shared ephemeral state, behind small interfaces (base.py): replay records, rate limits,
-revocations, throttles, the change feed, and whether they answer.
+revocations, throttles, the change feed, active conversations' leases, and whether they
+answer.
 
 The package exports only the Protocols. Implementations are chosen by the composition root
 (`parley.composition`): in-process ones (`parley.stores.memory`) for embedded mode and
@@ -8,7 +9,9 @@ services never loads redis-py.
 """
 
 from parley.stores.base import (
+    CappedLeases,
     ChangeFeed,
+    LeaseDecision,
     RateDecision,
     RateLimiter,
     ReplayGuard,
@@ -18,7 +21,9 @@ from parley.stores.base import (
 )
 
 __all__ = [
+    "CappedLeases",
     "ChangeFeed",
+    "LeaseDecision",
     "RateDecision",
     "RateLimiter",
     "ReplayGuard",

@@ -7,7 +7,7 @@ when their backend is down, so callers fail closed.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -88,4 +88,47 @@ class ChangeFeed(Protocol):
         """Call `on_change(org_id)` for each change announced by any instance, and
         `on_change(None)` whenever announcements may have been missed (on each
         (re)subscription); run until cancelled."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class LeaseDecision:
+    """The answer of `CappedLeases.take`: held, or refused by the cap of group `full`."""
+
+    held: bool
+    added: bool = False
+    """The member was not held before this take (undoing the take releases it)."""
+    full: str | None = None
+
+
+class CappedLeases(Protocol):
+    """Members counted in groups, each group with an optional cap, each member until its
+    lease runs out unless renewed: the active conversations of projects and organizations.
+
+    A member whose lease ran out is no member: it is never counted and never blocks a take.
+    """
+
+    async def take(
+        self, member: str, groups: Sequence[tuple[str, int | None]], *, lease_seconds: float
+    ) -> LeaseDecision:
+        """Hold `member` in every group (a `(group, cap)` pair; cap None: unlimited) for
+        `lease_seconds`, unless a group that does not hold it holds its cap already.
+
+        Atomic: of any number of concurrent takes, no group ever holds more than its cap. A
+        member held in every group already is renewed and never refused.
+        """
+        ...
+
+    async def renew(
+        self, held: Sequence[tuple[str, Sequence[str]]], *, lease_seconds: float
+    ) -> None:
+        """Hold each member (with its groups) `lease_seconds` from now, caps unchecked."""
+        ...
+
+    async def release(self, member: str, groups: Sequence[str]) -> None:
+        """Stop counting `member` in `groups` (nothing if it is not held)."""
+        ...
+
+    async def count(self, groups: Sequence[str]) -> list[int]:
+        """Return how many members each group holds now."""
         ...

@@ -15,14 +15,20 @@ from __future__ import annotations
 import asyncio
 import heapq
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from parley.clock import Clock
-from parley.stores.base import RateDecision
+from parley.stores.base import LeaseDecision, RateDecision
 
-__all__ = ["MemoryRateLimiter", "MemoryReplayGuard", "MemoryRevocations", "MemoryThrottle"]
+__all__ = [
+    "MemoryCappedLeases",
+    "MemoryRateLimiter",
+    "MemoryReplayGuard",
+    "MemoryRevocations",
+    "MemoryThrottle",
+]
 
 V = TypeVar("V")
 
@@ -218,3 +224,63 @@ class MemoryChangeFeed:
             await asyncio.Event().wait()
         finally:
             self._listeners.remove(on_change)
+
+
+class MemoryCappedLeases:
+    """Capped groups of leased members in this process (embedded mode's active
+    conversations). A group is a dict of member -> lease deadline (`clock.time()`); the
+    members whose deadline passed are dropped whenever the group is read, and an empty
+    group is forgotten, so memory holds only live leases."""
+
+    def __init__(self, clock: Clock) -> None:
+        self._clock = clock
+        self._groups: dict[str, dict[str, float]] = {}
+
+    def _live(self, group: str, now: float) -> dict[str, float]:
+        members = self._groups.get(group)
+        if members is None:
+            return {}
+        expired = [member for member, deadline in members.items() if deadline <= now]
+        for member in expired:
+            del members[member]
+        if not members:
+            del self._groups[group]
+        return members
+
+    async def take(
+        self, member: str, groups: Sequence[tuple[str, int | None]], *, lease_seconds: float
+    ) -> LeaseDecision:
+        """Hold `member` in every group unless one that lacks it is full (no await: atomic)."""
+        now = self._clock.time()
+        live = [(group, cap, self._live(group, now)) for group, cap in groups]
+        held = all(member in members for _, _, members in live)
+        if not held:
+            for group, cap, members in live:
+                if cap is not None and member not in members and len(members) >= cap:
+                    return LeaseDecision(held=False, full=group)
+        for group, _, _ in live:
+            self._groups.setdefault(group, {})[member] = now + lease_seconds
+        return LeaseDecision(held=True, added=not held)
+
+    async def renew(
+        self, held: Sequence[tuple[str, Sequence[str]]], *, lease_seconds: float
+    ) -> None:
+        """Hold each member `lease_seconds` from now in its groups."""
+        deadline = self._clock.time() + lease_seconds
+        for member, groups in held:
+            for group in groups:
+                self._groups.setdefault(group, {})[member] = deadline
+
+    async def release(self, member: str, groups: Sequence[str]) -> None:
+        """Stop counting `member` in `groups`."""
+        for group in groups:
+            members = self._groups.get(group)
+            if members is not None:
+                members.pop(member, None)
+                if not members:
+                    del self._groups[group]
+
+    async def count(self, groups: Sequence[str]) -> list[int]:
+        """Return how many members each group holds now."""
+        now = self._clock.time()
+        return [len(self._live(group, now)) for group in groups]

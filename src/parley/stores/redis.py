@@ -2,7 +2,8 @@
 
 Each operation is one atomic Redis command, transaction or script, so concurrent instances
 agree: replay claims are `SET NX PXAT`, throttle windows `SET NX PX`, revocations expiring
-keys, and rate limits a token bucket in a Lua script.
+keys, rate limits a token bucket in a Lua script, and capped leases (active conversations)
+sorted sets scored by lease expiry, taken in a Lua script.
 
 Time. Expiries are decided by the Redis server's clock: absolute ones (`expires_at`) through
 PXAT, relative ones through PX and the bucket script, which reads `TIME` on the server. So
@@ -23,7 +24,7 @@ import contextlib
 import hashlib
 import logging
 import math
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from datetime import UTC, datetime
 from typing import Final
@@ -37,11 +38,12 @@ from redis.maint_notifications import MaintNotificationsConfig
 from parley import metrics
 from parley.errors import Unavailable
 from parley.shared_probe import SharedProbe
-from parley.stores.base import RateDecision
+from parley.stores.base import LeaseDecision, RateDecision
 
 __all__ = [
     "DEFAULT_PREFIX",
     "REDIS_ERRORS",
+    "RedisCappedLeases",
     "RedisChangeFeed",
     "RedisRateLimiter",
     "RedisReplayGuard",
@@ -414,3 +416,122 @@ class RedisChangeFeed:
                 log.warning("change feed: Redis subscription lost (%s); resubscribing", exc)
             await asyncio.sleep(wait)
             wait = min(wait * 2, longest)
+
+
+# KEYS: the groups' sorted sets (member -> lease expiry, server ms). ARGV[1]: the member;
+# ARGV[2]: the lease (ms); ARGV[3..]: each group's cap (-1: none). Drops the expired members
+# of every group, then holds the member in each unless a group that lacks it is full.
+# Returns {1, added (0 or 1)} when held, {0, index of the full group} when refused.
+_TAKE_SCRIPT: Final = """
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+local lease = tonumber(ARGV[2])
+local held = 1
+for _, key in ipairs(KEYS) do
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
+  if not redis.call('ZSCORE', key, ARGV[1]) then held = 0 end
+end
+if held == 0 then
+  for i, key in ipairs(KEYS) do
+    local cap = tonumber(ARGV[i + 2])
+    if cap >= 0 and not redis.call('ZSCORE', key, ARGV[1])
+        and redis.call('ZCARD', key) >= cap then
+      return {0, i}
+    end
+  end
+end
+for _, key in ipairs(KEYS) do
+  redis.call('ZADD', key, now + lease, ARGV[1])
+  if redis.call('PTTL', key) < lease then redis.call('PEXPIRE', key, lease) end
+end
+return {1, 1 - held}
+"""
+
+# KEYS: groups; ARGV[1]: the lease (ms); ARGV[2..]: one member per key (a member of several
+# groups appears once per group). Holds each `lease` ms from now.
+_RENEW_SCRIPT: Final = """
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+local lease = tonumber(ARGV[1])
+for i, key in ipairs(KEYS) do
+  redis.call('ZADD', key, now + lease, ARGV[i + 1])
+  if redis.call('PTTL', key) < lease then redis.call('PEXPIRE', key, lease) end
+end
+return 1
+"""
+
+# KEYS: groups. Returns how many members of each have a lease that has not run out.
+_COUNT_SCRIPT: Final = """
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+local counts = {}
+for i, key in ipairs(KEYS) do
+  counts[i] = redis.call('ZCOUNT', key, '(' .. now, '+inf')
+end
+return counts
+"""
+
+
+class RedisCappedLeases:
+    """Capped groups of leased members shared by every instance: one sorted set per group,
+    each member scored by its lease's expiry on the Redis server's clock.
+
+    A take is one script (`_TAKE_SCRIPT`): the check of every cap and the adds happen with
+    no other command in between, so of any number of concurrent takes on any instances no
+    group ever holds more than its cap. A group's key expires a lease after its last change.
+    """
+
+    def __init__(self, client: Redis, *, prefix: str = DEFAULT_PREFIX) -> None:
+        self._prefix = prefix
+        self._take = client.register_script(_TAKE_SCRIPT)
+        self._renew = client.register_script(_RENEW_SCRIPT)
+        self._count = client.register_script(_COUNT_SCRIPT)
+        self._client = client
+
+    def _key(self, group: str) -> str:
+        return _redis_key(self._prefix, "leases", group)
+
+    async def take(
+        self, member: str, groups: Sequence[tuple[str, int | None]], *, lease_seconds: float
+    ) -> LeaseDecision:
+        """Hold `member` in every group unless one that lacks it is full (one script)."""
+        keys = [self._key(group) for group, _ in groups]
+        caps = [-1 if cap is None else cap for _, cap in groups]
+        args: list[str | int] = [member, _lease_ms(lease_seconds), *caps]
+        with _unavailable_on_redis_errors():
+            held, detail = (int(value) for value in await self._take(keys=keys, args=args))
+        if held:
+            return LeaseDecision(held=True, added=bool(detail))
+        return LeaseDecision(held=False, full=groups[detail - 1][0])
+
+    async def renew(
+        self, held: Sequence[tuple[str, Sequence[str]]], *, lease_seconds: float
+    ) -> None:
+        """Hold each member `lease_seconds` from now in its groups (one script)."""
+        pairs = [(self._key(group), member) for member, groups in held for group in groups]
+        if not pairs:
+            return
+        keys = [key for key, _ in pairs]
+        args: list[str | int] = [_lease_ms(lease_seconds), *(member for _, member in pairs)]
+        with _unavailable_on_redis_errors():
+            await self._renew(keys=keys, args=args)
+
+    async def release(self, member: str, groups: Sequence[str]) -> None:
+        """Stop counting `member` in `groups` (one MULTI)."""
+        with _unavailable_on_redis_errors():
+            async with self._client.pipeline(transaction=True) as pipe:
+                for group in groups:
+                    pipe.zrem(self._key(group), member)
+                await pipe.execute()
+
+    async def count(self, groups: Sequence[str]) -> list[int]:
+        """Return how many members each group holds now (one script)."""
+        if not groups:
+            return []
+        with _unavailable_on_redis_errors():
+            counts = await self._count(keys=[self._key(group) for group in groups])
+        return [int(value) for value in counts]
+
+
+def _lease_ms(seconds: float) -> int:
+    return max(1, math.ceil(seconds * 1000))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Path
+from fastapi import APIRouter, Path, Request
 
 from parley.api.analysis_schemas import (
     ConversationAnalysisEnvelope,
@@ -30,6 +30,7 @@ from parley.api.deps import (
     Ctx,
     CursorParam,
     LimitParam,
+    client_address,
 )
 from parley.api.schemas import error_responses
 from parley.services import conversation_read, eval_prompts, evaluations, extractions
@@ -118,12 +119,12 @@ async def list_evaluations(
     responses=error_responses(401, 403, 404, 409, 429, 503),
 )
 async def get_analysis(
-    ctx: Ctx, credential: Credential, conversation_id: ConversationId
+    request: Request, ctx: Ctx, credential: Credential, conversation_id: ConversationId
 ) -> ConversationAnalysisEnvelope:
     """Return the conversation's figures: reply latencies, interruptions, per-turn timings
     (whoever may read the conversation may read them)."""
     _principal, conversation = await conversation_read.read_conversation(
-        ctx, credential, conversation_id
+        ctx, credential, conversation_id, client=client_address(request)
     )
     return ConversationAnalysisEnvelope(analysis=ConversationAnalysisOut.of(conversation))
 

@@ -20,6 +20,7 @@ from parley.api.deps import (
     ProjectParam,
     Speech,
     actor_of,
+    client_address,
 )
 from parley.api.schemas import (
     ConversationCreate,
@@ -191,10 +192,10 @@ async def conversation_audio(
     responses=error_responses(401, 403, 404, 409, 429, 503),
 )
 async def get_conversation(
-    ctx: Ctx, credential: Credential, conversation_id: ConversationId
+    request: Request, ctx: Ctx, credential: Credential, conversation_id: ConversationId
 ) -> ConversationEnvelope:
     """Return a conversation and its items (API key, session token, or its own JWT)."""
     _principal, conversation = await conversation_read.read_conversation(
-        ctx, credential, conversation_id
+        ctx, credential, conversation_id, client=client_address(request)
     )
     return ConversationEnvelope(conversation=conversation_out(conversation))

@@ -1,4 +1,4 @@
-"""Projects (API.md section 3)."""
+"""Projects (API.md sections 3 and 17)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path
 
-from parley.api.deps import ApiKeyPrincipal, Ctx, CursorParam, LimitParam
+from parley.api.deps import ApiKeyActor, ApiKeyPrincipal, Ctx, CursorParam, LimitParam
 from parley.api.schemas import (
     ProjectCreate,
     ProjectEnvelope,
@@ -15,6 +15,8 @@ from parley.api.schemas import (
     SuccessOut,
     error_responses,
 )
+from parley.api.workspace_schemas import ProjectCreatedOut, ProjectUpdate
+from parley.errors import ValidationFailed
 from parley.services import projects
 from parley.text import Label
 
@@ -27,24 +29,27 @@ async def list_projects(
     ctx: Ctx, principal: ApiKeyPrincipal, cursor: CursorParam = None, limit: LimitParam = 100
 ) -> ProjectList:
     """List the organization's projects."""
-    page = await projects.list_projects(ctx, org_id=principal.org_id, cursor=cursor, limit=limit)
+    page = await projects.list_project_views(
+        ctx, org_id=principal.org_id, cursor=cursor, limit=limit
+    )
     return ProjectList(
-        projects=[ProjectOut.of(p) for p in page.items], next_cursor=page.next_cursor
+        projects=[ProjectOut.of(v.project, v.active_conversations) for v in page.items],
+        next_cursor=page.next_cursor,
     )
 
 
 @router.post(
     "",
     status_code=201,
-    response_model=ProjectEnvelope,
+    response_model=ProjectCreatedOut,
     responses=error_responses(400, 401, 403, 409, 413, 503),
 )
 async def create_project(
     ctx: Ctx, principal: ApiKeyPrincipal, body: ProjectCreate
-) -> ProjectEnvelope:
+) -> ProjectCreatedOut:
     """Create a project; 409 `name_taken` if the name is in use."""
     project = await projects.create_project(ctx, org_id=principal.org_id, name=body.name)
-    return ProjectEnvelope(project=ProjectOut.of(project))
+    return ProjectCreatedOut(id=project.id, name=project.name, project=ProjectOut.of(project))
 
 
 @router.get(
@@ -54,8 +59,30 @@ async def get_project(
     ctx: Ctx, principal: ApiKeyPrincipal, name_or_id: NameOrId
 ) -> ProjectEnvelope:
     """Return one project."""
-    project = await projects.get_project(ctx, org_id=principal.org_id, ref=name_or_id)
-    return ProjectEnvelope(project=ProjectOut.of(project))
+    view = await projects.view_project(ctx, org_id=principal.org_id, ref=name_or_id)
+    return ProjectEnvelope(project=ProjectOut.of(view.project, view.active_conversations))
+
+
+@router.patch(
+    "/{nameOrId}",
+    response_model=SuccessOut,
+    responses=error_responses(400, 401, 403, 404, 409, 413, 503),
+)
+async def update_project(
+    ctx: Ctx,
+    principal: ApiKeyPrincipal,
+    actor: ApiKeyActor,
+    name_or_id: NameOrId,
+    body: ProjectUpdate,
+) -> SuccessOut:
+    """Change a project's name (never `main`'s: 409 `project_protected`), default agent or
+    cap on active conversations."""
+    if nulls := body.null_fields():
+        raise ValidationFailed(param_errors=dict.fromkeys(nulls, "may not be null"))
+    await projects.update_project(
+        ctx, org_id=principal.org_id, ref=name_or_id, patch=body.patch(), actor=actor
+    )
+    return SuccessOut(success=True)
 
 
 @router.delete(

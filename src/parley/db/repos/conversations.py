@@ -931,3 +931,22 @@ async def post_call_done(session: AsyncSession, org_id: str, conversation_id: st
         .execution_options(synchronize_session=False)
     )
     return result.first() is not None
+
+
+async def activity_of(
+    session: AsyncSession, keys: Sequence[tuple[str, str]]
+) -> dict[tuple[str, str], tuple[str, str | None]]:
+    """The status and owning instance of each (org, ID) pair found (services/
+    active_conversations.py: which leases an instance still renews)."""
+    if not keys:
+        return {}
+    statement = select(
+        ConversationRow.org_id,
+        ConversationRow.id,
+        ConversationRow.status,
+        ConversationRow.instance_id,
+    ).where(tuple_(ConversationRow.org_id, ConversationRow.id).in_(list(keys)))
+    return {
+        (org_id, conversation_id): (status, instance_id)
+        for org_id, conversation_id, status, instance_id in await session.execute(statement)
+    }

@@ -1,15 +1,19 @@
-"""Projects: name-or-ID lookup scoped to an organization."""
+"""Projects: name-or-ID lookup scoped to an organization; a project's settings (API.md
+sections 3 and 17)."""
 
 from __future__ import annotations
 
-from sqlalchemy import delete, exists, select
+from collections.abc import Mapping
+from typing import Any
+
+from sqlalchemy import Select, delete, exists, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from parley.db.pagination import paginate
-from parley.db.tables import AgentRow, ProjectRow
+from parley.db.tables import AgentRow, OrganizationRow, ProjectRow
 from parley.errors import Forbidden, NameTaken, ProjectNotFound
 from parley.ids import looks_like_id
-from parley.records import Project
+from parley.records import AgentRef, Project
 
 UNIQUE_VIOLATIONS = {
     "uq_projects_org_id_name": NameTaken,
@@ -17,8 +21,26 @@ UNIQUE_VIOLATIONS = {
 }
 
 
-def to_record(row: ProjectRow) -> Project:
-    return Project(id=row.id, org_id=row.org_id, name=row.name, created_at=row.created_at)
+def to_record(row: ProjectRow, default_agent_name: str | None = None) -> Project:
+    """A project; its default agent only if that agent still exists (its name found)."""
+    default = None
+    if row.default_agent_id is not None and default_agent_name is not None:
+        default = AgentRef(id=row.default_agent_id, name=default_agent_name)
+    return Project(
+        id=row.id,
+        org_id=row.org_id,
+        name=row.name,
+        created_at=row.created_at,
+        default_agent=default,
+        max_active_conversations=row.max_active_conversations,
+    )
+
+
+def _with_default_agent() -> Select[ProjectRow, str]:
+    return select(ProjectRow, AgentRow.name).outerjoin(
+        AgentRow,
+        (AgentRow.id == ProjectRow.default_agent_id) & (AgentRow.project_id == ProjectRow.id),
+    )
 
 
 async def insert(session: AsyncSession, project: Project) -> None:
@@ -36,18 +58,22 @@ async def resolve(session: AsyncSession, org_id: str, name_or_id: str) -> Projec
     Raises ProjectNotFound, or Forbidden when the ID belongs to another organization.
     """
     if looks_like_id(name_or_id, "proj"):
-        row = await session.get(ProjectRow, name_or_id)
-        if row is None:
+        found = (
+            await session.execute(_with_default_agent().where(ProjectRow.id == name_or_id))
+        ).first()
+        if found is None:
             raise ProjectNotFound()
-        if row.org_id != org_id:
+        if found[0].org_id != org_id:
             raise Forbidden()
-        return to_record(row)
-    row = await session.scalar(
-        select(ProjectRow).where(ProjectRow.org_id == org_id, ProjectRow.name == name_or_id)
-    )
-    if row is None:
+        return to_record(found[0], found[1])
+    found = (
+        await session.execute(
+            _with_default_agent().where(ProjectRow.org_id == org_id, ProjectRow.name == name_or_id)
+        )
+    ).first()
+    if found is None:
         raise ProjectNotFound()
-    return to_record(row)
+    return to_record(found[0], found[1])
 
 
 async def name_taken(session: AsyncSession, org_id: str, name: str) -> bool:
@@ -66,14 +92,42 @@ async def list_page(
     session: AsyncSession, org_id: str, *, cursor: str | None, limit: int
 ) -> list[Project]:
     query = paginate(
-        select(ProjectRow).where(ProjectRow.org_id == org_id),
+        _with_default_agent().where(ProjectRow.org_id == org_id),
         created_at=ProjectRow.created_at,
         row_id=ProjectRow.id,
         cursor=cursor,
         limit=limit,
     )
-    return [to_record(row) for row in await session.scalars(query)]
+    return [to_record(row, name) for row, name in (await session.execute(query)).all()]
 
 
 async def delete_row(session: AsyncSession, project_id: str) -> None:
     await session.execute(delete(ProjectRow).where(ProjectRow.id == project_id))
+
+
+async def lock(session: AsyncSession, project_id: str) -> None:
+    """Lock the project's row for the rest of the transaction (PostgreSQL; SQLite's
+    transactions begin IMMEDIATE)."""
+    await session.execute(
+        select(ProjectRow.id).where(ProjectRow.id == project_id).with_for_update()
+    )
+
+
+async def change(session: AsyncSession, project_id: str, values: Mapping[str, Any]) -> None:
+    """Set the given columns (`name`, `default_agent_id`, `max_active_conversations`)."""
+    if values:
+        await session.execute(
+            update(ProjectRow).where(ProjectRow.id == project_id).values(**values)
+        )
+
+
+async def caps_of(session: AsyncSession, project_id: str) -> tuple[int | None, int | None]:
+    """Return the caps on active conversations of a project and of its organization."""
+    found = (
+        await session.execute(
+            select(ProjectRow.max_active_conversations, OrganizationRow.max_active_conversations)
+            .join(OrganizationRow, OrganizationRow.id == ProjectRow.org_id)
+            .where(ProjectRow.id == project_id)
+        )
+    ).first()
+    return (None, None) if found is None else (found[0], found[1])

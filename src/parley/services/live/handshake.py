@@ -39,8 +39,10 @@ async def open_handshake(
     authorization: Sequence[str],
     conversation_id: str | None,
     query_conversation_token: str | None = None,
+    client: str | None = None,
 ) -> Handshake:
-    """Authenticate a WebSocket handshake: exactly one credential (API.md section 8).
+    """Authenticate a WebSocket handshake: exactly one credential (API.md section 8);
+    `client` is the handshake's address (services/authn.py rule 10).
 
     A JWT may open its own conversation (created on first use) or the one
     `?conversation_id=` names, if the token names it too; an API key or session token opens
@@ -66,6 +68,7 @@ async def open_handshake(
         conversation_id=conversation_id,
         token_names_conversation=True,
         while_admitting=can_open,  # the status read beside the `jti` claim
+        client=client,
     )
     if principal.token is not None:
         accessed = principal.token.conversation_id if conversation_id is None else conversation_id

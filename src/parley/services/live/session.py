@@ -34,6 +34,7 @@ from parley.errors import (
     ConversationExists,
     InvalidRequest,
     ParleyError,
+    TooManyActiveConversations,
     Unavailable,
 )
 from parley.records import Agent, Conversation, Outcome
@@ -498,7 +499,13 @@ class LiveSession:
         principal = self._handshake.principal
         try:
             started = await starting.start(self._ctx, self._handshake, event)
-        except (AgentDisabled, AgentNotAllowed, ConversationEnded, ConversationExists) as error:
+        except (
+            AgentDisabled,
+            AgentNotAllowed,
+            ConversationEnded,
+            ConversationExists,
+            TooManyActiveConversations,
+        ) as error:
             await self.send_error(error)
             self.end(endings.refused(error.code))
             return
