@@ -1,25 +1,32 @@
-"""An agent's configuration endpoint (API.md section 17), end to end: a real `parley serve`,
-a real HTTP receiver that checks each call's signature with the `standardwebhooks` library,
-the OpenAI-protocol test server as the model, the official SDK for the agents and real
-WebSocket clients. One server for the module: each test makes its own agent, whose endpoint
-is its own path on the receiver."""
+"""An agent's configuration endpoint (API.md section 17), end to end: the app on real
+uvicorn, a real HTTP receiver that checks each call's signature with the `standardwebhooks`
+library, the OpenAI-protocol test server as the model, the official SDK (its async client)
+for the agents and real WebSocket clients. One server for the module (on a SQLite copy of
+the migrated template): each test makes its own agent, whose endpoint is its own path on
+the receiver."""
 
 from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from phonic import Phonic
+from phonic import AsyncPhonic
 from phonic.environment import PhonicEnvironment
 from standardwebhooks import Webhook
 from websockets.asyncio.client import ClientConnection, connect
 
+from parley.app import create_app
+from parley.config import Settings
+from tests import databases
+from tests.e2e.conftest import serving
 from tests.e2e.test_ws import receive, receive_until, until_closed
-from tests.faults.serve_process import ServeProcess
+from tests.factories import make_org
 from tests.llm_server import ChatServer, Round, running_chat_server
 from tests.webhook_receiver import ReceivedRequest, Reply, WebhookReceiver, running_receiver
 
@@ -47,39 +54,51 @@ def receiver() -> Iterator[WebhookReceiver]:
         yield server
 
 
+@dataclass
+class Served:
+    """The app on uvicorn, and an organization's API key."""
+
+    http: str
+    ws: str
+    api_key: str
+
+
 @pytest.fixture(scope="module")
-def serve(tmp_path_factory: pytest.TempPathFactory, chat: ChatServer) -> Iterator[ServeProcess]:
-    process = ServeProcess(
-        tmp_path_factory.mktemp("configuration-endpoint"),
-        PARLEY_LLM_BASE_URL=chat.base_url,
-        PARLEY_LLM_MODEL="bistro-7b",
-        PARLEY_OUTBOUND_ALLOW_HTTP="true",  # the receiver is http on loopback
-        PARLEY_OUTBOUND_ALLOW_PRIVATE_NETWORKS="true",
+async def serve(
+    tmp_path_factory: pytest.TempPathFactory, sqlite_template: Path, chat: ChatServer
+) -> AsyncIterator[Served]:
+    settings = Settings(
+        _env_file=None,
+        database_url=databases.sqlite_copy(sqlite_template, tmp_path_factory.mktemp("cfg")),
+        redis_url=None,
+        secret_key=databases.TEST_SECRET_KEY,
+        llm_base_url=chat.base_url,
+        llm_model="bistro-7b",
+        outbound_allow_http=True,  # the receiver is http on loopback
+        outbound_allow_private_networks=True,
     )
-    try:
-        process.start()
-        assert process.first_key is not None
-        yield process
-    finally:
-        process.ensure_stopped()
+    app = create_app(settings)
+    async with app.router.lifespan_context(app), serving(app) as server:
+        created = await make_org(app.state.context)
+        yield Served(server.http, server.ws, created.api_key.secret)
 
 
 @pytest.fixture(scope="module")
-def client(serve: ServeProcess) -> Iterator[Phonic]:
+async def client(serve: Served) -> AsyncIterator[AsyncPhonic]:
     environment = PhonicEnvironment(base=f"{serve.http}/v1", production=serve.ws)
-    with httpx.Client(timeout=10) as http:
-        yield Phonic(api_key=serve.first_key, environment=environment, httpx_client=http)
+    async with httpx.AsyncClient(timeout=10) as http:
+        yield AsyncPhonic(api_key=serve.api_key, environment=environment, httpx_client=http)
 
 
-def make_agent(
-    client: Phonic, receiver: WebhookReceiver, reply: Reply, **endpoint: Any
+async def make_agent(
+    client: AsyncPhonic, receiver: WebhookReceiver, reply: Reply, **endpoint: Any
 ) -> tuple[str, str, str]:
     """An agent whose endpoint is a path of its own, answered by `reply`: its name, the
     path and the endpoint's secret."""
     name = f"cfg-{secrets.token_hex(4)}"
     path = f"/config/{name}"
     receiver.script(reply)
-    created = client.agents.create(
+    created = await client.agents.create(
         name=name,
         welcome_message=WELCOME,
         system_prompt=PROMPT,
@@ -94,9 +113,9 @@ def calls_to(receiver: WebhookReceiver, path: str) -> list[ReceivedRequest]:
     return [request for request in receiver.requests if request.path == path]
 
 
-async def open_socket(serve: ServeProcess, agent: str) -> ClientConnection:
+async def open_socket(serve: Served, agent: str) -> ClientConnection:
     ws = await connect(
-        f"{serve.ws}/v1/sts/ws", additional_headers={"Authorization": f"Bearer {serve.first_key}"}
+        f"{serve.ws}/v1/sts/ws", additional_headers={"Authorization": f"Bearer {serve.api_key}"}
     )
     config = {"type": "config", "agent": agent, "input_format": "pcm_16000"}
     await ws.send(json.dumps({**config, "output_format": "pcm_16000"}))
@@ -109,7 +128,7 @@ def verified(request: ReceivedRequest, secret: str) -> dict[str, Any]:
     return payload
 
 
-async def refused(serve: ServeProcess, agent: str) -> tuple[str, dict[str, Any], int, str]:
+async def refused(serve: Served, agent: str) -> tuple[str, dict[str, Any], int, str]:
     """Open a conversation the endpoint refuses: its ID, the error frame, the close code
     and reason."""
     async with await open_socket(serve, agent) as ws:
@@ -121,8 +140,8 @@ async def refused(serve: ServeProcess, agent: str) -> tuple[str, dict[str, Any],
     return created["conversation_id"], error, code, reason
 
 
-def ended_by(client: Phonic, conversation_id: str) -> str | None:
-    conversation = client.conversations.get(conversation_id).conversation
+async def ended_by(client: AsyncPhonic, conversation_id: str) -> str | None:
+    conversation = (await client.conversations.get(conversation_id)).conversation
     assert conversation.status == "ended"
     ended: str | None = conversation.ended_by
     return ended
@@ -132,7 +151,7 @@ def ended_by(client: Phonic, conversation_id: str) -> str | None:
 
 
 async def test_configuration_endpoint_answer_overrides_welcome_prompt_and_variables(
-    serve: ServeProcess, client: Phonic, receiver: WebhookReceiver, chat: ChatServer
+    serve: Served, client: AsyncPhonic, receiver: WebhookReceiver, chat: ChatServer
 ) -> None:
     answer = {
         "welcome_message": "Welcome to {{shop}}!",
@@ -140,7 +159,7 @@ async def test_configuration_endpoint_answer_overrides_welcome_prompt_and_variab
         "template_variables": {"shop": "Chez Ada"},
         "boosted_keywords": ["Ada"],
     }
-    name, path, secret = make_agent(
+    name, path, secret = await make_agent(
         client, receiver, Reply.json(answer), headers={"Authorization": "Bearer token123"}
     )
     chat.script.rounds.append(Round(text=["Happy to help."]))
@@ -171,15 +190,15 @@ async def test_configuration_endpoint_answer_overrides_welcome_prompt_and_variab
         },
         "conversation_id": created["conversation_id"],
     }
-    conversation = client.conversations.get(created["conversation_id"]).conversation
+    conversation = (await client.conversations.get(created["conversation_id"])).conversation
     assert conversation.template_variables == {"shop": "Chez Ada"}
     assert conversation.items[0].text == "Welcome to Chez Ada!"
 
 
 async def test_configuration_endpoint_empty_answer_keeps_agent_settings(
-    serve: ServeProcess, client: Phonic, receiver: WebhookReceiver
+    serve: Served, client: AsyncPhonic, receiver: WebhookReceiver
 ) -> None:
-    name, path, secret = make_agent(client, receiver, Reply.json({}))
+    name, path, secret = await make_agent(client, receiver, Reply.json({}))
     async with await open_socket(serve, name) as ws:
         await receive(ws)
         assert (await receive(ws))["type"] == "ready_to_start_conversation"
@@ -191,11 +210,11 @@ async def test_configuration_endpoint_empty_answer_keeps_agent_settings(
 
 
 async def test_configuration_endpoint_absent_no_call_made(
-    serve: ServeProcess, client: Phonic, receiver: WebhookReceiver
+    serve: Served, client: AsyncPhonic, receiver: WebhookReceiver
 ) -> None:
     before = len(receiver.requests)
     name = f"plain-{secrets.token_hex(4)}"
-    client.agents.create(name=name, welcome_message=None, system_prompt=PROMPT)
+    await client.agents.create(name=name, welcome_message=None, system_prompt=PROMPT)
     async with await open_socket(serve, name) as ws:
         await receive(ws)
         assert (await receive(ws))["type"] == "ready_to_start_conversation"
@@ -206,25 +225,25 @@ async def test_configuration_endpoint_absent_no_call_made(
 
 
 async def test_configuration_endpoint_error_status_ends_conversation_error(
-    serve: ServeProcess, client: Phonic, receiver: WebhookReceiver
+    serve: Served, client: AsyncPhonic, receiver: WebhookReceiver
 ) -> None:
-    name, path, _ = make_agent(client, receiver, Reply.json({"detail": "boom"}, status=500))
+    name, path, _ = await make_agent(client, receiver, Reply.json({"detail": "boom"}, status=500))
     conversation_id, error, code, reason = await refused(serve, name)
     assert error["error"]["code"] == "configuration_endpoint_error"
     assert "HTTP 500" in error["error"]["message"]
     assert (code, reason) == (1011, "configuration_endpoint_error")
-    assert ended_by(client, conversation_id) == "configuration_endpoint_error"
+    assert await ended_by(client, conversation_id) == "configuration_endpoint_error"
     assert len(calls_to(receiver, path)) == 1  # never retried
 
 
 async def test_configuration_endpoint_late_answer_ends_conversation_timed_out(
-    serve: ServeProcess, client: Phonic, receiver: WebhookReceiver
+    serve: Served, client: AsyncPhonic, receiver: WebhookReceiver
 ) -> None:
-    name, _, _ = make_agent(client, receiver, Reply.json({}, delay_s=1.5), timeout_ms=200)
+    name, _, _ = await make_agent(client, receiver, Reply.json({}, delay_s=1.5), timeout_ms=200)
     conversation_id, error, code, reason = await refused(serve, name)
     assert error["error"]["code"] == "configuration_endpoint_timed_out"
     assert (code, reason) == (1011, "configuration_endpoint_timed_out")
-    assert ended_by(client, conversation_id) == "configuration_endpoint_timed_out"
+    assert await ended_by(client, conversation_id) == "configuration_endpoint_timed_out"
 
 
 @pytest.mark.parametrize(
@@ -239,26 +258,26 @@ async def test_configuration_endpoint_late_answer_ends_conversation_timed_out(
     ids=["not-json", "not-an-object", "wrong-type", "unknown-tool", "unknown-member"],
 )
 async def test_configuration_endpoint_invalid_answer_ends_conversation_invalid_response(
-    serve: ServeProcess, client: Phonic, receiver: WebhookReceiver, reply: Reply
+    serve: Served, client: AsyncPhonic, receiver: WebhookReceiver, reply: Reply
 ) -> None:
-    name, _, _ = make_agent(client, receiver, reply)
+    name, _, _ = await make_agent(client, receiver, reply)
     conversation_id, error, code, reason = await refused(serve, name)
     assert error["error"]["code"] == "configuration_endpoint_invalid_response"
     assert (code, reason) == (1011, "configuration_endpoint_invalid_response")
-    assert ended_by(client, conversation_id) == "configuration_endpoint_invalid_response"
+    assert await ended_by(client, conversation_id) == "configuration_endpoint_invalid_response"
 
 
 # --- the agent field through the SDK ---------------------------------------------------
 
 
 async def test_configuration_endpoint_sdk_create_update_secret_shown_once_headers_masked(
-    serve: ServeProcess, client: Phonic, receiver: WebhookReceiver
+    serve: Served, client: AsyncPhonic, receiver: WebhookReceiver
 ) -> None:
-    name, path, secret = make_agent(
+    name, path, secret = await make_agent(
         client, receiver, Reply.json({}), headers={"X-Api-Key": "k-123"}, timeout_ms=7000
     )
     assert secret.startswith("whsec_")
-    agent = client.agents.get(name).agent
+    agent = (await client.agents.get(name)).agent
     assert agent.configuration_endpoint is not None
     assert agent.configuration_endpoint.url == receiver.url(path)
     assert agent.configuration_endpoint.headers == {"X-Api-Key": "********"}
@@ -267,12 +286,14 @@ async def test_configuration_endpoint_sdk_create_update_secret_shown_once_header
 
     # A read-modify-write: the masked value keeps the stored one; the secret stays.
     shown = agent.configuration_endpoint
-    updated = client.agents.update(
+    updated = await client.agents.update(
         name,
         configuration_endpoint={"url": shown.url, "headers": dict(shown.headers)},
     )
     assert "configuration_endpoint_secret" not in (updated.model_extra or {})
-    assert client.agents.get(name).agent.configuration_endpoint.timeout_ms == 3000  # default
+    endpoint = (await client.agents.get(name)).agent.configuration_endpoint
+    assert endpoint is not None
+    assert endpoint.timeout_ms == 3000  # default
     async with await open_socket(serve, name) as ws:
         await receive(ws)
         assert (await receive(ws))["type"] == "ready_to_start_conversation"
@@ -281,9 +302,9 @@ async def test_configuration_endpoint_sdk_create_update_secret_shown_once_header
     verified(call, secret)  # the same secret signs
 
     # Removed, then set again: a new secret.
-    removed = client.agents.update(name, configuration_endpoint=None)
+    removed = await client.agents.update(name, configuration_endpoint=None)
     assert removed.agent.configuration_endpoint is None
-    again = client.agents.update(name, configuration_endpoint={"url": receiver.url(path)})
+    again = await client.agents.update(name, configuration_endpoint={"url": receiver.url(path)})
     renewed = (again.model_extra or {})["configuration_endpoint_secret"]
     assert renewed.startswith("whsec_")
     assert renewed != secret

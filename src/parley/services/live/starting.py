@@ -26,7 +26,7 @@ from parley.errors import (
     NotFound,
     ValidationFailed,
 )
-from parley.records import Agent, Conversation, Unset
+from parley.records import Agent, ConfigurationEndpoint, Conversation, Unset
 from parley.services import agents, configuration_endpoints, conversations, endings
 from parley.services.configuration_endpoints import AgentView
 from parley.services.context import Context
@@ -95,9 +95,11 @@ async def start(ctx: Context, handshake: Handshake, event: codec.Configure) -> S
         setup = await Setup.check(ctx, event, agent)
         silence = settings_for(agent, event)
     setup = dataclasses.replace(setup, redact=conversation.is_redacted)  # as it went live
-    if agent.configuration_endpoint is not None:
+    if (endpoint := agent.configuration_endpoint) is not None:
         try:
-            event, agent, setup = await _configured(ctx, conversation, agent, event, setup)
+            event, agent, setup = await _configured(
+                ctx, endpoint, conversation, agent, event, setup
+            )
         except ConfigurationEndpointFailed as error:
             ending = endings.CONFIGURATION_ENDPOINT_FAILURES[error.code]
             return Refused(conversation, error, ending)
@@ -105,12 +107,15 @@ async def start(ctx: Context, handshake: Handshake, event: codec.Configure) -> S
 
 
 async def _configured(
-    ctx: Context, conversation: Conversation, agent: Agent, event: codec.Configure, setup: Setup
+    ctx: Context,
+    endpoint: ConfigurationEndpoint,
+    conversation: Conversation,
+    agent: Agent,
+    event: codec.Configure,
+    setup: Setup,
 ) -> tuple[codec.Configure, Agent, Setup]:
     """Call the agent's configuration endpoint and apply its answer: the config, the agent
     and the setup as this conversation runs them. Raises ConfigurationEndpointFailed."""
-    endpoint = agent.configuration_endpoint
-    assert endpoint is not None  # noqa: S101 - the caller checked
     items = event.tools if event.tools is not None else agent.tools
     view = AgentView(
         project_name=agent.project.name,
