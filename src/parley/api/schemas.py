@@ -17,12 +17,19 @@ from pydantic import (
     field_validator,
 )
 
+from parley.api.agent_sdk_schemas import (
+    DeliveryIn,
+    DeliveryUpdate,
+    PronunciationOut,
+    UnsupportedAgentMembers,
+)
 from parley.clock import isoformat, isoformat_or_none
 from parley.engine.audio import AudioFormat as EngineAudioFormat
 from parley.ids import NAME_RULE, is_valid_name
 from parley.records import Agent, ApiKey, AuditEvent, Project, ProjectRef, RetentionPolicy
 from parley.services import agents, silence
 from parley.services.api_keys import MAX_NAME_LENGTH as MAX_KEY_NAME
+from parley.services.event_payloads import agent_delivery_json
 from parley.services.templates import NAME_RULE as VARIABLE_NAME_RULE
 from parley.services.templates import is_variable_name
 from parley.text import JsonObject, Label, Text
@@ -264,7 +271,7 @@ def retention_policy(given: DataRetentionPolicyIn) -> RetentionPolicy:
     )
 
 
-class AgentCreate(Input):
+class AgentCreate(Input, DeliveryIn, UnsupportedAgentMembers):
     name: Name
     project: Annotated[Label, StringConstraints(max_length=64)] | None = Field(
         default=None, description="Project name or ID; default `main`."
@@ -314,7 +321,7 @@ class AgentCreate(Input):
     )
 
 
-class AgentUpdate(Input):
+class AgentUpdate(Input, DeliveryUpdate, UnsupportedAgentMembers):
     """A partial update: only the fields present change. `project` cannot change."""
 
     name: Name | None = None
@@ -344,6 +351,7 @@ class AgentUpdate(Input):
             "no_input_end_conversation_sec",
             "voicemail_message",
             "external_storage_policy",
+            *DeliveryUpdate.NULLABLE_DELIVERY,
         }
     )
 
@@ -409,6 +417,22 @@ class AgentOut(BaseModel):
     enable_redaction: bool
     created_at: Timestamp
     updated_at: Timestamp
+    # The delivery (API.md section 17), then the SDK's required members of features Parley
+    # does not have, with the values that say so: services/event_payloads.py builds them.
+    generate_welcome_message: bool
+    is_welcome_message_interruptible: bool
+    audio_speed: float
+    timezone: str | None
+    pronunciation_dictionary: list[PronunciationOut]
+    vad_min_silence_duration_ms: int | None
+    vad_threshold: float | None
+    additional_voice_ids: list[str]
+    background_noise_level: float
+    background_noise: str | None
+    listen_only_inbound_enabled: bool
+    tasks: list[dict[str, Any]]
+    generate_no_input_poke_text: bool
+    push_to_talk: bool
 
     @classmethod
     def of(cls, agent: Agent) -> AgentOut:
@@ -441,6 +465,7 @@ class AgentOut(BaseModel):
             enable_redaction=agent.enable_redaction,
             created_at=isoformat(agent.created_at),
             updated_at=isoformat(agent.updated_at),
+            **agent_delivery_json(agent),
         )
 
 
@@ -458,6 +483,23 @@ class AgentCreated(AgentEnvelope):
     @classmethod
     def of(cls, agent: Agent) -> AgentCreated:
         return cls(agent=AgentOut.of(agent), id=agent.id, name=agent.name)
+
+
+class AgentUpsert(AgentCreate):
+    """`PUT /v1/agents/upsert`: the agent named `name` made or replaced; the members not
+    given take their defaults (API.md section 17)."""
+
+
+class AgentUpserted(AgentCreated):
+    """The official SDK's `AgentsUpsertResponse`, with `id` and `name` as at creation."""
+
+    inserted: bool
+    updated: bool
+
+    @classmethod
+    def upserted(cls, agent: Agent, *, inserted: bool) -> AgentUpserted:
+        out = AgentOut.of(agent)
+        return cls(agent=out, id=agent.id, name=agent.name, inserted=inserted, updated=not inserted)
 
 
 class AgentList(BaseModel):

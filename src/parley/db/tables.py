@@ -126,6 +126,8 @@ class AgentRow(Base):
     that an agent names."""
     enable_redaction: Mapped[bool] = mapped_column(Boolean, server_default=false())
     """Its conversations keep personal data only as tags (API.md section 16)."""
+    delivery: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    """`Delivery.to_json()` (API.md section 17); None: every member's default."""
     disabled_at: Mapped[datetime | None] = mapped_column()
     created_at: Mapped[datetime] = mapped_column()
     updated_at: Mapped[datetime] = mapped_column()

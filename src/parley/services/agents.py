@@ -23,6 +23,12 @@ Rules:
    `validation_error` naming the field); the agent stores the policy's ID, and the policy's
    row is locked for share, so it is not deleted while the agent is being saved
    (services/storage_policies.py rule 7).
+11. The delivery's members follow services/delivery.py (400 `validation_error` naming each).
+12. An upsert (API.md section 17) creates the agent named in its project, or replaces every
+   field of the one that exists (the fields not given take their defaults) under the
+   rules of an update: a disabled agent is refused (409 `agent_disabled`). Two upserts of
+   one name at once: one inserts, the other (its insert refused by the unique name) runs
+   again and replaces.
 """
 
 from __future__ import annotations
@@ -46,9 +52,22 @@ from parley.errors import (
     ValidationFailed,
 )
 from parley.ids import looks_like_id, new_id
-from parley.records import Actor, Agent, AgentPatch, AgentSpec, Page, TemplateVariable, Unset
+from parley.records import (
+    UNSET,
+    Actor,
+    Agent,
+    AgentPatch,
+    AgentSpec,
+    Delivery,
+    DeliveryPatch,
+    Page,
+    Project,
+    TemplateVariable,
+    Unset,
+)
 from parley.services import audit, events, templates
 from parley.services.context import Context
+from parley.services.delivery import check_delivery
 from parley.services.eval_prompts import check_eval_prompt_names
 from parley.services.event_payloads import agent_json
 from parley.services.extraction_schemas import check_schema_names
@@ -82,36 +101,92 @@ async def create_agent(
 ) -> Agent:
     """Create an agent in a project (default `main`); its voice and language must be ones
     `speech` (the engine's catalog; None: not checked) can use."""
+    _check_spec(spec, speech)
+    async with ctx.db.transaction(UNIQUE_VIOLATIONS) as session:
+        in_project = await project_repo.resolve(session, org_id, project or MAIN_PROJECT)
+        if await agent_repo.name_taken(session, in_project.id, spec.name):
+            raise NameTaken("An agent with this name already exists in the project.")
+        return await _insert(session, ctx, org_id, in_project, spec, actor)
+
+
+DELIVERY_FIELDS: Final = Delivery.__slots__
+
+UPSERT_ATTEMPTS: Final = 3
+"""Rule 12: an upsert whose insert lost a race runs again (and then replaces)."""
+
+
+async def upsert_agent(
+    ctx: Context,
+    *,
+    org_id: str,
+    project: str | None,
+    spec: AgentSpec,
+    actor: Actor,
+    speech: SpeechCatalog | None = None,
+) -> tuple[Agent, bool]:
+    """Create the agent `spec` names in a project (default `main`), or replace every field
+    of the one that exists (rule 12); return it and whether it was inserted."""
+    _check_spec(spec, speech)
+    for attempt in range(1, UPSERT_ATTEMPTS + 1):
+        try:
+            async with ctx.db.transaction(UNIQUE_VIOLATIONS) as session:
+                in_project = await project_repo.resolve(session, org_id, project or MAIN_PROJECT)
+                try:
+                    found = await agent_repo.find(
+                        session, org_id, spec.name, project_id=in_project.id, for_update=True
+                    )
+                except AgentNotFound:
+                    return await _insert(session, ctx, org_id, in_project, spec, actor), True
+                replacing = _replacement(spec)
+                return await _update(session, ctx, found, replacing, actor), False
+        except NameTaken:  # another upsert inserted it meanwhile: replace it now
+            if attempt == UPSERT_ATTEMPTS:
+                raise
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _check_spec(spec: AgentSpec, speech: SpeechCatalog | None) -> None:
+    """The checks of a new agent's fields that need no database."""
     check_speech(speech, voice_id=spec.voice_id, language=spec.language)
     check_silence(
         poke_sec=spec.no_input_poke_sec,
         poke_text=spec.no_input_poke_text,
         end_sec=spec.no_input_end_conversation_sec,
     )
-    now = utcnow(ctx.clock)
-    async with ctx.db.transaction(UNIQUE_VIOLATIONS) as session:
-        in_project = await project_repo.resolve(session, org_id, project or MAIN_PROJECT)
-        if await agent_repo.name_taken(session, in_project.id, spec.name):
-            raise NameTaken("An agent with this name already exists in the project.")
-        await _refuse_taken_numbers(session, spec.phone_numbers, agent_id=None)
-        _refuse_undeclared(spec.system_prompt, spec.welcome_message, spec.template_variables)
-        await check_tool_names(session, in_project.id, spec.tools)
-        named = spec.external_storage_policy
-        storage = await policy_for_agent(session, in_project.id, named) if named else None
-        await check_schema_names(session, in_project.id, spec.extraction_schemas)
-        await check_eval_prompt_names(session, in_project.id, spec.eval_prompts)
-        agent = await agent_repo.insert(
-            session,
-            agent_id=new_id("agent"),
-            org_id=org_id,
-            project=in_project,
-            spec=spec,
-            now=now,
-            storage_policy=storage,
-        )
-        await _record(session, ctx, agent, actor, "agent.create", project=in_project.name)
-        await _announce(session, ctx, agent, "agent.created")
-        return agent
+    check_delivery(spec.delivery)
+
+
+async def _insert(
+    session: Session, ctx: Context, org_id: str, in_project: Project, spec: AgentSpec, actor: Actor
+) -> Agent:
+    """Insert a new agent under rules 5, 6, 7 and 10, announce and record it."""
+    await _refuse_taken_numbers(session, spec.phone_numbers, agent_id=None)
+    _refuse_undeclared(spec.system_prompt, spec.welcome_message, spec.template_variables)
+    await check_tool_names(session, in_project.id, spec.tools)
+    named = spec.external_storage_policy
+    storage = await policy_for_agent(session, in_project.id, named) if named else None
+    await check_schema_names(session, in_project.id, spec.extraction_schemas)
+    await check_eval_prompt_names(session, in_project.id, spec.eval_prompts)
+    agent = await agent_repo.insert(
+        session,
+        agent_id=new_id("agent"),
+        org_id=org_id,
+        project=in_project,
+        spec=spec,
+        now=utcnow(ctx.clock),
+        storage_policy=storage,
+    )
+    await _record(session, ctx, agent, actor, "agent.create", project=in_project.name)
+    await _announce(session, ctx, agent, "agent.created")
+    return agent
+
+
+def _replacement(spec: AgentSpec) -> AgentPatch:
+    """The update that makes an agent what `spec` describes (every field set)."""
+    return AgentPatch(
+        **{name: getattr(spec, name) for name in AgentSpec.__slots__ if name != "delivery"},
+        delivery=DeliveryPatch(**{name: getattr(spec.delivery, name) for name in DELIVERY_FIELDS}),
+    )
 
 
 async def get_agent(ctx: Context, *, org_id: str, ref: str, project: str | None) -> Agent:
@@ -170,32 +245,63 @@ async def update_agent(
     when a new voice or language is one `speech` cannot use."""
     async with ctx.db.transaction(UNIQUE_VIOLATIONS) as session:
         agent = await find_agent(session, org_id, ref, project, for_update=True)
-        if agent.disabled_at is not None:
-            raise AgentDisabled("The agent is disabled: it cannot be updated.")
-        check_speech(
-            speech,
-            voice_id=None if isinstance(patch.voice_id, Unset) else patch.voice_id,
-            language=None if isinstance(patch.language, Unset) else patch.language,
-        )
-        _check_silence_patch(patch)
-        if not isinstance(patch.name, Unset) and patch.name != agent.name:
-            if await agent_repo.name_taken(session, agent.project_id, patch.name):
-                raise NameTaken("An agent with this name already exists in the project.")
-        if not isinstance(patch.phone_numbers, Unset):
-            await _refuse_taken_numbers(session, patch.phone_numbers, agent_id=agent.id)
-        await _check_merged(session, agent, patch)
-        await agent_repo.apply_patch(
-            session,
-            agent.id,
-            patch,
-            now=utcnow(ctx.clock),
-            storage_policy_id=await _storage_policy_id(session, agent, patch),
-        )
-        updated = await agent_repo.load(session, agent.id)
-        fields = sorted(name for name in AgentPatch.__slots__ if not _unset(patch, name))
-        await _record(session, ctx, updated, actor, "agent.update", fields=fields)
-        await _announce(session, ctx, updated, "agent.updated")
-        return updated
+        return await _update(session, ctx, agent, patch, actor, speech=speech)
+
+
+async def _update(
+    session: Session,
+    ctx: Context,
+    agent: AgentState,
+    patch: AgentPatch,
+    actor: Actor,
+    *,
+    speech: SpeechCatalog | None = None,
+) -> Agent:
+    """Apply `patch` to the agent (its row locked) under rules 2, 5-7 and 9-11, announce
+    and record it."""
+    if agent.disabled_at is not None:
+        raise AgentDisabled("The agent is disabled: it cannot be updated.")
+    check_speech(
+        speech,
+        voice_id=None if isinstance(patch.voice_id, Unset) else patch.voice_id,
+        language=None if isinstance(patch.language, Unset) else patch.language,
+    )
+    _check_silence_patch(patch)
+    if not isinstance(patch.name, Unset) and patch.name != agent.name:
+        if await agent_repo.name_taken(session, agent.project_id, patch.name):
+            raise NameTaken("An agent with this name already exists in the project.")
+    if not isinstance(patch.phone_numbers, Unset):
+        await _refuse_taken_numbers(session, patch.phone_numbers, agent_id=agent.id)
+    await _check_merged(session, agent, patch)
+    await agent_repo.apply_patch(
+        session,
+        agent.id,
+        patch,
+        now=utcnow(ctx.clock),
+        storage_policy_id=await _storage_policy_id(session, agent, patch),
+        delivery=await _delivery(session, agent, patch),
+    )
+    updated = await agent_repo.load(session, agent.id)
+    await _record(session, ctx, updated, actor, "agent.update", fields=_changed_fields(patch))
+    await _announce(session, ctx, updated, "agent.updated")
+    return updated
+
+
+def _changed_fields(patch: AgentPatch) -> list[str]:
+    """The fields a patch sets, the delivery's by their own names (the audit's details)."""
+    names = {name for name in AgentPatch.__slots__ if not _unset(patch, name)} - {"delivery"}
+    if not isinstance(patch.delivery, Unset):
+        names |= set(patch.delivery.given())
+    return sorted(names)
+
+
+async def _delivery(session: Session, agent: AgentState, patch: AgentPatch) -> Delivery | Unset:
+    """Rule 11: the agent's delivery with the patch's members applied (UNSET: none)."""
+    if isinstance(patch.delivery, Unset) or not patch.delivery.given():
+        return UNSET
+    merged = patch.delivery.applied_to((await agent_repo.load(session, agent.id)).delivery)
+    check_delivery(merged)
+    return merged
 
 
 async def delete_agent(

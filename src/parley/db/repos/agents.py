@@ -23,6 +23,7 @@ from parley.records import (
     Agent,
     AgentPatch,
     AgentSpec,
+    Delivery,
     Project,
     ProjectRef,
     RetentionPolicy,
@@ -94,6 +95,7 @@ def to_record(
         extraction_schemas=tuple(row.extraction_schemas or ()),
         eval_prompts=tuple(row.eval_prompts or ()),
         enable_redaction=bool(row.enable_redaction),
+        delivery=Delivery.from_json(row.delivery),
     )
 
 
@@ -227,6 +229,7 @@ async def insert(
         extraction_schemas=list(spec.extraction_schemas),
         eval_prompts=list(spec.eval_prompts),
         enable_redaction=spec.enable_redaction,
+        delivery=spec.delivery.to_json(),
         disabled_at=None,
         created_at=now,
         updated_at=now,
@@ -264,9 +267,11 @@ async def apply_patch(
     *,
     now: datetime,
     storage_policy_id: str | Unset | None = UNSET,
+    delivery: Delivery | Unset = UNSET,
 ) -> None:
     """Write the set fields of `patch` to the agent (locked by `find(..., for_update=True)`);
-    `storage_policy_id` is the ID of the policy its `external_storage_policy` names."""
+    `storage_policy_id` is the ID of the policy its `external_storage_policy` names, and
+    `delivery` the agent's delivery with `patch.delivery` applied."""
     changes = {
         column: value
         for column in PATCHABLE_COLUMNS
@@ -276,6 +281,8 @@ async def apply_patch(
         changes["external_storage_policy_id"] = storage_policy_id
     if not isinstance(patch.data_retention_policy, Unset):
         changes["data_retention_policy"] = patch.data_retention_policy.to_json()
+    if not isinstance(delivery, Unset):
+        changes["delivery"] = delivery.to_json()
     for listed in ("tools", "extraction_schemas", "eval_prompts"):
         if not isinstance(names := getattr(patch, listed), Unset):
             changes[listed] = list(names)
