@@ -17,6 +17,9 @@ from parley.engine.audio import Samples, pcm16_to_float, resample
 from parley.engine.errors import SynthesizerUnavailable
 from parley.engine.synthesizers.hibari import DEFAULT_ALIASES, GENERIC_VOICES, voice_key
 
+WORDS_PER_MINUTE = 175
+"""espeak-ng's default pace (its `-s`)."""
+
 
 class EspeakSynthesizer:
     """espeak-ng voices "en-us" (default) and "en-gb"; the hibari and generic IDs map by accent."""
@@ -57,9 +60,12 @@ class EspeakSynthesizer:
     async def warm_up(self) -> None:
         """Nothing to load: each sentence starts its own process."""
 
-    async def synthesize(self, text: str, *, voice: str) -> Samples:
-        """Run espeak-ng on one sentence (text on stdin, WAV on stdout) with a timeout."""
+    async def synthesize(self, text: str, *, voice: str, speed: float = 1.0) -> Samples:
+        """Run espeak-ng on one sentence (text on stdin, WAV on stdout) with a timeout; a
+        `speed` other than 1.0 sets its words per minute (`-s`) to that share of its 175."""
         command = [self._executable, "--stdin", "--stdout", "-v", voice]
+        if speed != 1.0:
+            command += ["-s", str(round(WORDS_PER_MINUTE * speed))]
         with anyio.fail_after(self._timeout_s):
             result = await anyio.run_process(command, input=text.encode(), check=True)
         if len(result.stdout) > self._max_output_bytes:

@@ -97,16 +97,17 @@ class HibariSynthesizer:
         """Load the default voice in a worker thread."""
         await anyio.to_thread.run_sync(self._voice, self.default_voice)
 
-    async def synthesize(self, text: str, *, voice: str) -> Samples:
-        """Synthesize one sentence in a worker thread; `voice` must come from resolve_voice."""
-        return await anyio.to_thread.run_sync(self._synthesize, text, voice)
+    async def synthesize(self, text: str, *, voice: str, speed: float = 1.0) -> Samples:
+        """Synthesize one sentence in a worker thread; `voice` must come from resolve_voice,
+        `speed` is hibari's own (the model's durations divided by it)."""
+        return await anyio.to_thread.run_sync(self._synthesize, text, voice, speed)
 
-    def _synthesize(self, text: str, voice: str) -> Samples:
+    def _synthesize(self, text: str, voice: str, speed: float) -> Samples:
         loaded = self._voice(voice)
         waiting = time.perf_counter()
         with loaded.lock:
             metrics.observe_queue_time("tts", time.perf_counter() - waiting)
-            audio = loaded.tts(text, seed=self._seed)
+            audio = loaded.tts(text, speed=speed, seed=self._seed)
         return np.asarray(audio, dtype=np.float32)
 
     def _voice(self, name: str) -> _LoadedVoice:

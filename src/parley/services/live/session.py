@@ -547,6 +547,7 @@ class LiveSession:
             history=history,
             # The recording's tone needs the times of the user's words (redaction).
             word_timings=self._recorder is not None and setup.redact,
+            tuning=setup.tuning(),
         )
         if event.wait_for_callee:
             self._callee = Callee(voicemail_message=setup.voicemail_message)
