@@ -5,13 +5,16 @@ null where it means the default; and the SDK's agent members Parley does not hav
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import pytest
+from phonic.agents.client import AgentsClient
 from tests.api.helpers import assert_error
 from tests.types import MakeAgent, Tenant
 
 from parley.api.agent_sdk_schemas import UNSUPPORTED_AGENT_MEMBERS
+from parley.api.schemas import AgentUpdate
 
 pytestmark = pytest.mark.anyio
 
@@ -149,3 +152,30 @@ async def test_agent_unknown_member_still_not_a_known_field(tenant: Tenant) -> N
     response = await tenant.client.post("/v1/agents", json={"name": "extra", "colour": "red"})
     errors = assert_error(response, 400, "validation_error")["param_errors"]
     assert errors == {"colour": "is not a known field"}
+
+
+LEFT_TO_OTHER_PARTS = {
+    "configuration_endpoint",  # the configuration endpoint's own part of section 17
+    "default_language",  # section 18's languages
+    "additional_languages",
+    "languages",
+    "multilingual_mode",
+    "min_words_to_interrupt",  # section 18's interruptions
+    "built_in_tool_configs",  # the tools' part
+}
+
+
+def test_agent_sdk_members_each_honoured_refused_or_left_to_its_part() -> None:
+    """Every member of the SDK's agents.create, update and upsert, introspected (a new SDK
+    member cannot hide): a member the API takes, one refused as not supported, or one
+    another part of the contract owns; never two of these."""
+    members = {
+        name
+        for method in (AgentsClient.create, AgentsClient.update, AgentsClient.upsert)
+        for name in inspect.signature(method).parameters
+    } - {"self", "request_options", "name_or_id", "project"}
+    refused = set(UNSUPPORTED_AGENT_MEMBERS)
+    taken = set(AgentUpdate.model_fields) - refused
+    assert members - taken - refused - LEFT_TO_OTHER_PARTS == set()
+    assert taken & LEFT_TO_OTHER_PARTS <= {"configuration_endpoint"}
+    assert set(DEFAULTS) <= taken
