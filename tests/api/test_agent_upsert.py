@@ -1,4 +1,4 @@
-"""`PUT /v1/agents/upsert` (API.md section 17; services/agents.py rule 12) over raw HTTP, on
+"""`PUT /v1/agents/upsert` (API.md section 17; services/agent_upsert.py) over raw HTTP, on
 SQLite and PostgreSQL: it creates, or replaces every field (those not given take their
 defaults), refuses a disabled agent as PATCH does, and two upserts of one name at once give
 one insert and updates, never a 500 or a second agent."""

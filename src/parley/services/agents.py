@@ -24,11 +24,8 @@ Rules:
    row is locked for share, so it is not deleted while the agent is being saved
    (services/storage_policies.py rule 7).
 11. The delivery's members follow services/delivery.py (400 `validation_error` naming each).
-12. An upsert (API.md section 17) creates the agent named in its project, or replaces every
-   field of the one that exists (the fields not given take their defaults) under the
-   rules of an update: a disabled agent is refused (409 `agent_disabled`). Two upserts of
-   one name at once: one inserts, the other (its insert refused by the unique name) runs
-   again and replaces.
+12. An upsert (services/agent_upsert.py) inserts with `insert_agent` or replaces with
+   `update_locked`: the rules of a create or of an update.
 """
 
 from __future__ import annotations
@@ -59,7 +56,6 @@ from parley.records import (
     AgentPatch,
     AgentSpec,
     Delivery,
-    DeliveryPatch,
     Page,
     Project,
     TemplateVariable,
@@ -101,52 +97,16 @@ async def create_agent(
 ) -> Agent:
     """Create an agent in a project (default `main`); its voice and language must be ones
     `speech` (the engine's catalog; None: not checked) can use."""
-    _check_spec(spec, speech)
+    check_spec(spec, speech)
     async with ctx.db.transaction(UNIQUE_VIOLATIONS) as session:
         in_project = await project_repo.resolve(session, org_id, project or MAIN_PROJECT)
         if await agent_repo.name_taken(session, in_project.id, spec.name):
             raise NameTaken("An agent with this name already exists in the project.")
-        return await _insert(session, ctx, org_id, in_project, spec, actor)
+        return await insert_agent(session, ctx, org_id, in_project, spec, actor)
 
 
-DELIVERY_FIELDS: Final = Delivery.__slots__
-
-UPSERT_ATTEMPTS: Final = 3
-"""Rule 12: an upsert whose insert lost a race runs again (and then replaces)."""
-
-
-async def upsert_agent(
-    ctx: Context,
-    *,
-    org_id: str,
-    project: str | None,
-    spec: AgentSpec,
-    actor: Actor,
-    speech: SpeechCatalog | None = None,
-) -> tuple[Agent, bool]:
-    """Create the agent `spec` names in a project (default `main`), or replace every field
-    of the one that exists (rule 12); return it and whether it was inserted."""
-    _check_spec(spec, speech)
-    for attempt in range(1, UPSERT_ATTEMPTS + 1):
-        try:
-            async with ctx.db.transaction(UNIQUE_VIOLATIONS) as session:
-                in_project = await project_repo.resolve(session, org_id, project or MAIN_PROJECT)
-                try:
-                    found = await agent_repo.find(
-                        session, org_id, spec.name, project_id=in_project.id, for_update=True
-                    )
-                except AgentNotFound:
-                    return await _insert(session, ctx, org_id, in_project, spec, actor), True
-                replacing = _replacement(spec)
-                return await _update(session, ctx, found, replacing, actor), False
-        except NameTaken:  # another upsert inserted it meanwhile: replace it now
-            if attempt == UPSERT_ATTEMPTS:
-                raise
-    raise AssertionError("unreachable")  # pragma: no cover
-
-
-def _check_spec(spec: AgentSpec, speech: SpeechCatalog | None) -> None:
-    """The checks of a new agent's fields that need no database."""
+def check_spec(spec: AgentSpec, speech: SpeechCatalog | None) -> None:
+    """The checks of a new agent's fields that need no database (create and upsert)."""
     check_speech(speech, voice_id=spec.voice_id, language=spec.language)
     check_silence(
         poke_sec=spec.no_input_poke_sec,
@@ -156,10 +116,11 @@ def _check_spec(spec: AgentSpec, speech: SpeechCatalog | None) -> None:
     check_delivery(spec.delivery)
 
 
-async def _insert(
+async def insert_agent(
     session: Session, ctx: Context, org_id: str, in_project: Project, spec: AgentSpec, actor: Actor
 ) -> Agent:
-    """Insert a new agent under rules 5, 6, 7 and 10, announce and record it."""
+    """Insert a new agent under rules 5, 6, 7 and 10, announce and record it (its name is
+    known to be free in the project)."""
     await _refuse_taken_numbers(session, spec.phone_numbers, agent_id=None)
     _refuse_undeclared(spec.system_prompt, spec.welcome_message, spec.template_variables)
     await check_tool_names(session, in_project.id, spec.tools)
@@ -179,14 +140,6 @@ async def _insert(
     await _record(session, ctx, agent, actor, "agent.create", project=in_project.name)
     await _announce(session, ctx, agent, "agent.created")
     return agent
-
-
-def _replacement(spec: AgentSpec) -> AgentPatch:
-    """The update that makes an agent what `spec` describes (every field set)."""
-    return AgentPatch(
-        **{name: getattr(spec, name) for name in AgentSpec.__slots__ if name != "delivery"},
-        delivery=DeliveryPatch(**{name: getattr(spec.delivery, name) for name in DELIVERY_FIELDS}),
-    )
 
 
 async def get_agent(ctx: Context, *, org_id: str, ref: str, project: str | None) -> Agent:
@@ -245,10 +198,10 @@ async def update_agent(
     when a new voice or language is one `speech` cannot use."""
     async with ctx.db.transaction(UNIQUE_VIOLATIONS) as session:
         agent = await find_agent(session, org_id, ref, project, for_update=True)
-        return await _update(session, ctx, agent, patch, actor, speech=speech)
+        return await update_locked(session, ctx, agent, patch, actor, speech=speech)
 
 
-async def _update(
+async def update_locked(
     session: Session,
     ctx: Context,
     agent: AgentState,
@@ -257,8 +210,8 @@ async def _update(
     *,
     speech: SpeechCatalog | None = None,
 ) -> Agent:
-    """Apply `patch` to the agent (its row locked) under rules 2, 5-7 and 9-11, announce
-    and record it."""
+    """Apply `patch` to the agent (its row locked: `find_agent(..., for_update=True)`) under
+    rules 2, 5-7 and 9-11, announce and record it."""
     if agent.disabled_at is not None:
         raise AgentDisabled("The agent is disabled: it cannot be updated.")
     check_speech(

@@ -33,7 +33,7 @@ from parley.api.schemas import (
 )
 from parley.errors import ValidationFailed
 from parley.records import UNSET, AgentPatch, AgentSpec, TemplateVariable, Unset
-from parley.services import agents
+from parley.services import agent_upsert, agents
 from parley.text import Label
 
 router = APIRouter(prefix="/v1/agents", tags=["agents"])
@@ -97,7 +97,7 @@ async def upsert_agent(
 ) -> AgentUpserted:
     """Create the agent named `name`, or replace every field of the one of that name (the
     fields not given take their defaults); 409 `agent_disabled` if it is disabled."""
-    agent, inserted = await agents.upsert_agent(
+    agent, inserted = await agent_upsert.upsert_agent(
         ctx,
         org_id=principal.org_id,
         project=_project_of(body, project),
