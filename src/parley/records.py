@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import StrEnum
 from typing import Any, Generic, Literal, Protocol, TypeVar
@@ -117,6 +117,70 @@ class ConfigurationEndpointSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class PronunciationEntry:
+    """A word and how the agent says it: the text the synthesizer gets in its place."""
+
+    word: str
+    pronunciation: str
+
+
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    """How an agent greets, speaks, tells the time and hears the end of a turn (API.md
+    section 17; services/delivery.py has the rules). The official SDK's member names."""
+
+    generate_welcome_message: bool = False
+    """The model writes the welcome (the agent's `welcome_message` is not used)."""
+    is_welcome_message_interruptible: bool = True
+    audio_speed: float = 1.0
+    timezone: str | None = None
+    """An IANA zone; the model is told the local time in it (None: not told)."""
+    pronunciation_dictionary: tuple[PronunciationEntry, ...] = ()
+    vad_min_silence_duration_ms: int | None = None
+    """The silence that ends the user's turn (None: the server's setting)."""
+    vad_threshold: float | None = None
+    """The speech probability at which the user starts speaking (None: the server's)."""
+
+    def to_json(self) -> dict[str, Any]:
+        """The stored (and shown) shape: the SDK's members."""
+        return {
+            "generate_welcome_message": self.generate_welcome_message,
+            "is_welcome_message_interruptible": self.is_welcome_message_interruptible,
+            "audio_speed": self.audio_speed,
+            "timezone": self.timezone,
+            "pronunciation_dictionary": [
+                {"word": entry.word, "pronunciation": entry.pronunciation}
+                for entry in self.pronunciation_dictionary
+            ],
+            "vad_min_silence_duration_ms": self.vad_min_silence_duration_ms,
+            "vad_threshold": self.vad_threshold,
+        }
+
+    @classmethod
+    def from_json(cls, value: Mapping[str, Any] | None) -> Delivery:
+        """Read `to_json`'s shape back; a missing member takes its default."""
+        if not value:
+            return DEFAULT_DELIVERY
+        entries = value.get("pronunciation_dictionary") or ()
+        return cls(
+            generate_welcome_message=bool(value.get("generate_welcome_message", False)),
+            is_welcome_message_interruptible=bool(
+                value.get("is_welcome_message_interruptible", True)
+            ),
+            audio_speed=float(value.get("audio_speed", 1.0)),
+            timezone=value.get("timezone"),
+            pronunciation_dictionary=tuple(
+                PronunciationEntry(entry["word"], entry["pronunciation"]) for entry in entries
+            ),
+            vad_min_silence_duration_ms=value.get("vad_min_silence_duration_ms"),
+            vad_threshold=value.get("vad_threshold"),
+        )
+
+
+DEFAULT_DELIVERY = Delivery()
+
+
+@dataclass(frozen=True, slots=True)
 class Agent:
     id: str
     org_id: str
@@ -158,6 +222,8 @@ class Agent:
     the recording (API.md section 16)."""
     configuration_endpoint: ConfigurationEndpoint | None = None
     """Called at each conversation's start (API.md section 17); None: none."""
+    delivery: Delivery = DEFAULT_DELIVERY
+    """How it greets, speaks and listens (API.md section 17)."""
 
     @property
     def is_disabled(self) -> bool:
@@ -227,6 +293,32 @@ class WorkspacePatch:
 
 
 @dataclass(frozen=True, slots=True)
+class DeliveryPatch:
+    """Some members of a Delivery (an agent's PATCH, a socket's `config`): UNSET ones stay."""
+
+    generate_welcome_message: bool | Unset = UNSET
+    is_welcome_message_interruptible: bool | Unset = UNSET
+    audio_speed: float | Unset = UNSET
+    timezone: str | Unset | None = UNSET
+    pronunciation_dictionary: tuple[PronunciationEntry, ...] | Unset = UNSET
+    vad_min_silence_duration_ms: int | Unset | None = UNSET
+    vad_threshold: float | Unset | None = UNSET
+
+    def given(self) -> dict[str, Any]:
+        """The members set, by name."""
+        return {
+            name: value
+            for name in self.__slots__
+            if not isinstance(value := getattr(self, name), Unset)
+        }
+
+    def applied_to(self, base: Delivery) -> Delivery:
+        """`base` with the members set here replaced."""
+        given = self.given()
+        return replace(base, **given) if given else base
+
+
+@dataclass(frozen=True, slots=True)
 class AgentSpec:
     """The fields of a new agent."""
 
@@ -251,6 +343,7 @@ class AgentSpec:
     eval_prompts: tuple[str, ...] = ()
     enable_redaction: bool = False
     configuration_endpoint: ConfigurationEndpointSpec | None = None
+    delivery: Delivery = DEFAULT_DELIVERY
 
 
 @dataclass(frozen=True, slots=True)
@@ -277,6 +370,7 @@ class AgentPatch:
     eval_prompts: tuple[str, ...] | Unset = UNSET
     enable_redaction: bool | Unset = UNSET
     configuration_endpoint: ConfigurationEndpointSpec | Unset | None = UNSET
+    delivery: DeliveryPatch | Unset = UNSET
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,13 +6,17 @@ parsed into the SDK's own types."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
+from datetime import datetime
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import httpx
 import pytest
 from phonic import (
     AssistantFinishedSpeakingPayload,
+    AudioChunkResponsePayload,
     ConfigPayload,
     ConversationCreatedPayload,
     GenerateReplyPayload,
@@ -140,3 +144,50 @@ def test_sdk_socket_inline_tool_call_round_trip(client: Phonic, chat: ChatServer
     assert conversation.template_variables == {"shop": "Chez Ada"}
     calls = [c for item in conversation.items for c in (item.tool_calls or [])]
     assert [c.id for c in calls] == [call.tool_call_id]
+
+
+def test_sdk_socket_generated_welcome_is_the_models_text_and_it_knows_the_local_time(
+    client: Phonic, chat: ChatServer
+) -> None:
+    """API.md section 17: an agent made with `timezone` through the SDK, a `config` with the
+    SDK's `generate_welcome_message` and `audio_speed`: the welcome sent is the model's
+    words, and the model was told the local time in that zone."""
+    client.agents.create(
+        name="sdk-welcome",
+        system_prompt="You serve Chez Ada.",
+        welcome_message="The stored welcome, not used.",
+        timezone="Asia/Tokyo",
+    )
+    # The default answer, not a round: the work after an earlier test's call (its summary)
+    # may ask the model meanwhile, and would take a round.
+    usual, chat.script.reply = chat.script.reply, ["Konnichiwa, this is Chez Ada. ", "Hello."]
+    asked = len(chat.requests)
+    tokyo = ZoneInfo("Asia/Tokyo")
+    before = datetime.now(tokyo).replace(second=0, microsecond=0)
+    try:
+        with client.conversations.connect() as socket:
+            socket.send_config(
+                ConfigPayload(
+                    agent="sdk-welcome",
+                    input_format="pcm_16000",
+                    output_format="pcm_16000",
+                    generate_welcome_message=True,
+                    audio_speed=1.5,
+                )
+            )
+            next_of(socket, ReadyToStartConversationPayload)
+            first = next_of(socket, AudioChunkResponsePayload)
+            next_of(socket, AssistantFinishedSpeakingPayload)
+    finally:
+        chat.script.reply = usual
+    assert first.text == "Konnichiwa, this is Chez Ada."
+    (request,) = (r.body for r in chat.requests[asked:] if r.body.get("stream"))
+    system = request["messages"][0]["content"]
+    prompt, told = system.split("\n\n")
+    assert prompt == "You serve Chez Ada."
+    found = re.fullmatch(
+        r"The local time is (\w+, \d+ \w+ \d{4}, \d\d:\d\d) \(Asia/Tokyo\)\.", told
+    )
+    assert found is not None, told
+    local = datetime.strptime(found.group(1), "%A, %d %B %Y, %H:%M").replace(tzinfo=tokyo)
+    assert before <= local <= datetime.now(tokyo)

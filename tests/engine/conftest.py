@@ -17,7 +17,8 @@ def anyio_backend() -> str:
 
 
 class ToneSynthesizer:
-    """A 440 Hz tone, 60 ms per word (at least 200 ms), at 16 kHz."""
+    """A 440 Hz tone, 60 ms per word (at least 200 ms) divided by the speed, at 16 kHz; it
+    keeps every text it was given, in order (`said`)."""
 
     sample_rate = 16_000
     default_voice = "tone"
@@ -31,10 +32,14 @@ class ToneSynthesizer:
     async def warm_up(self) -> None:
         return None
 
-    async def synthesize(self, text: str, *, voice: str) -> Samples:
+    def __init__(self) -> None:
+        self.said: list[str] = []
+
+    async def synthesize(self, text: str, *, voice: str, speed: float = 1.0) -> Samples:
         if voice != "tone":
             raise ValueError(f"unresolved voice {voice!r}")
-        seconds = max(0.06 * len(text.split()), 0.2)
+        self.said.append(text)
+        seconds = max(0.06 * len(text.split()), 0.2) / speed
         return tone(seconds, self.sample_rate)
 
 

@@ -30,6 +30,12 @@ class Recorder:
             while sum(isinstance(event, kind) for event in self.events) < count:
                 await self._changed.wait()
 
+    async def wait_for_any(self, *kinds: type[EngineEvent]) -> None:
+        """Wait until an event of one of `kinds` has arrived."""
+        with anyio.fail_after(10):
+            while not any(isinstance(event, kinds) for event in self.events):
+                await self._changed.wait()
+
     def sentences(self) -> list[str]:
         return [e.text for e in self.events if isinstance(e, AudioChunk) and e.text]
 

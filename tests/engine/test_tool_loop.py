@@ -459,9 +459,9 @@ async def test_tool_runner_that_raises_gives_error_output_conversation_goes_on(
 class SlowSynthesizer(ToneSynthesizer):
     """Takes a second per sentence: a reply's first audio comes late."""
 
-    async def synthesize(self, text: str, *, voice: str) -> Samples:
+    async def synthesize(self, text: str, *, voice: str, speed: float = 1.0) -> Samples:
         await anyio.sleep(1.0)
-        return await super().synthesize(text, voice=voice)
+        return await super().synthesize(text, voice=voice, speed=speed)
 
 
 async def test_barge_in_before_speech_first_tool_ran_leaves_it_not_run(

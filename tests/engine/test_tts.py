@@ -166,3 +166,20 @@ def test_espeak_resolve_voice_by_accent(
     fake_espeak: Path, voice_id: str, voice: str | None
 ) -> None:
     assert EspeakSynthesizer(str(fake_espeak)).resolve_voice(voice_id) == voice
+
+
+@pytest.mark.anyio
+async def test_espeak_audio_speed_sets_its_words_per_minute(tmp_path: Path) -> None:
+    """espeak-ng's `-s` is 175 words a minute times the speed; 1.0 leaves it out."""
+    script = tmp_path / "espeak-ng"
+    header = wav_bytes([], rate=16_000)
+    script.write_text(
+        f"#!{sys.executable}\n"
+        "import sys\n"
+        "sys.stdin.buffer.read()\n"
+        "assert sys.argv[1:] == ['--stdin', '--stdout', '-v', 'en-us', '-s', '350'], sys.argv\n"
+        f"sys.stdout.buffer.write({header!r} + b'\\x00\\x20' * 1600)\n"
+    )
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    samples = await EspeakSynthesizer(str(script)).synthesize("Fast.", voice="en-us", speed=2.0)
+    assert samples.size == pytest.approx(2205, abs=1)

@@ -19,6 +19,12 @@ from pydantic import (
     model_serializer,
 )
 
+from parley.api.agent_sdk_schemas import (
+    DeliveryIn,
+    DeliveryUpdate,
+    PronunciationOut,
+    UnsupportedAgentMembers,
+)
 from parley.clock import isoformat, isoformat_or_none
 from parley.engine.audio import AudioFormat as EngineAudioFormat
 from parley.ids import NAME_RULE, is_valid_name
@@ -33,7 +39,7 @@ from parley.records import (
 )
 from parley.services import agents, silence
 from parley.services.api_keys import MAX_NAME_LENGTH as MAX_KEY_NAME
-from parley.services.event_payloads import configuration_endpoint_json
+from parley.services.event_payloads import agent_delivery_json, configuration_endpoint_json
 from parley.services.templates import NAME_RULE as VARIABLE_NAME_RULE
 from parley.services.templates import is_variable_name
 from parley.text import JsonObject, Label, Text
@@ -376,7 +382,7 @@ class ConfigurationEndpointOut(BaseModel):
     timeout_ms: int
 
 
-class AgentCreate(Input):
+class AgentCreate(Input, DeliveryIn, UnsupportedAgentMembers):
     name: Name
     project: Annotated[Label, StringConstraints(max_length=64)] | None = Field(
         default=None, description="Project name or ID; default `main`."
@@ -429,7 +435,7 @@ class AgentCreate(Input):
     )
 
 
-class AgentUpdate(Input):
+class AgentUpdate(Input, DeliveryUpdate, UnsupportedAgentMembers):
     """A partial update: only the fields present change. `project` cannot change."""
 
     name: Name | None = None
@@ -461,6 +467,7 @@ class AgentUpdate(Input):
             "no_input_end_conversation_sec",
             "voicemail_message",
             "external_storage_policy",
+            *DeliveryUpdate.NULLABLE_DELIVERY,
         }
     )
 
@@ -527,6 +534,22 @@ class AgentOut(BaseModel):
     configuration_endpoint: ConfigurationEndpointOut | None
     created_at: Timestamp
     updated_at: Timestamp
+    # The delivery (API.md section 17), then the SDK's required members of features Parley
+    # does not have, with the values that say so: services/event_payloads.py builds them.
+    generate_welcome_message: bool
+    is_welcome_message_interruptible: bool
+    audio_speed: float
+    timezone: str | None
+    pronunciation_dictionary: list[PronunciationOut]
+    vad_min_silence_duration_ms: int | None
+    vad_threshold: float | None
+    additional_voice_ids: list[str]
+    background_noise_level: float
+    background_noise: str | None
+    listen_only_inbound_enabled: bool
+    tasks: list[dict[str, Any]]
+    generate_no_input_poke_text: bool
+    push_to_talk: bool
 
     @classmethod
     def of(cls, agent: Agent) -> AgentOut:
@@ -560,6 +583,7 @@ class AgentOut(BaseModel):
             configuration_endpoint=_endpoint_out(agent),
             created_at=isoformat(agent.created_at),
             updated_at=isoformat(agent.updated_at),
+            **agent_delivery_json(agent),
         )
 
 
@@ -617,6 +641,29 @@ class AgentCreated(AgentEnvelope, _ShowsIssuedSecret):
             id=agent.id,
             name=agent.name,
             configuration_endpoint_secret=issued_endpoint_secret(agent),
+        )
+
+
+class AgentUpsert(AgentCreate):
+    """`PUT /v1/agents/upsert`: the agent named `name` made or replaced; the members not
+    given take their defaults (API.md section 17)."""
+
+
+class AgentUpserted(AgentCreated):
+    """The official SDK's `AgentsUpsertResponse`, with `id` and `name` as at creation."""
+
+    inserted: bool
+    updated: bool
+
+    @classmethod
+    def upserted(cls, agent: Agent, *, inserted: bool) -> AgentUpserted:
+        return cls(
+            agent=AgentOut.of(agent),
+            id=agent.id,
+            name=agent.name,
+            configuration_endpoint_secret=issued_endpoint_secret(agent),
+            inserted=inserted,
+            updated=not inserted,
         )
 
 

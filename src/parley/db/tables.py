@@ -150,6 +150,8 @@ class AgentRow(Base):
     configuration_endpoint: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     """`{"url", "headers": {name: sealed value}, "timeout_ms", "secret": sealed}` (API.md
     section 17); None: no configuration endpoint."""
+    delivery: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    """`Delivery.to_json()` (API.md section 17); None: every member's default."""
     disabled_at: Mapped[datetime | None] = mapped_column()
     created_at: Mapped[datetime] = mapped_column()
     updated_at: Mapped[datetime] = mapped_column()

@@ -12,6 +12,7 @@ cuts reply text. See docs/engine.md for the pipeline, the settings and the plug-
 
 from parley.engine.audio import MAX_INPUT_CHUNK_MS, OUTPUT_CHUNK_MS, AudioFormat, Samples
 from parley.engine.base import (
+    AgentTuning,
     AssistantChoseNotToRespond,
     AssistantEndedConversation,
     AssistantFinishedSpeaking,
@@ -94,6 +95,7 @@ __all__ = [
     "MAX_TOOL_ROUNDS",
     "OUTPUT_CHUNK_MS",
     "SILENCE_TOOL",
+    "AgentTuning",
     "AssistantChoseNotToRespond",
     "AssistantEndedConversation",
     "AssistantFinishedSpeaking",

@@ -19,6 +19,27 @@ from parley.engine.tools import ToolDefinition, ToolRunner
 
 
 @dataclass(frozen=True)
+class AgentTuning:
+    """How one conversation's agent greets, speaks and listens (API.md section 17; the
+    defaults: the server's). engine/tuning.py applies it."""
+
+    generate_welcome: bool = False
+    """The model writes the welcome: its first reply (`tuning.WELCOME_INSTRUCTION`)."""
+    welcome_interruptible: bool = True
+    """False: the user's speech (or `interrupt`) during the welcome does not cut it."""
+    speed: float = 1.0
+    """The synthesizer's pace: 2.0 speaks a sentence in about half the time."""
+    timezone: str | None = None
+    """An IANA zone: each reply's system prompt ends with the local time there."""
+    pronunciations: tuple[tuple[str, str], ...] = ()
+    """(word, pronunciation): the synthesizer gets the pronunciation; the words sent stay."""
+    vad_threshold: float | None = None
+    """The speech probability at which the user starts speaking."""
+    end_silence_ms: int | None = None
+    """The silence that ends the user's turn."""
+
+
+@dataclass(frozen=True)
 class SessionConfig:
     """What one conversation needs from its agent and the client's `config` message."""
 
@@ -43,6 +64,8 @@ class SessionConfig:
     """Each InputText carries its words' times in the input stream (`InputText.words`):
     redaction tones them out of the recording (API.md section 16). It costs the final
     decode an alignment pass (docs/performance.md)."""
+    tuning: AgentTuning = AgentTuning()
+    """The agent's welcome, pace, pronunciations, local time and turn settings."""
 
 
 @dataclass(frozen=True)

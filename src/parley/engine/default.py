@@ -73,6 +73,7 @@ from parley.engine.semantic import SemanticParams, SmartTurn
 from parley.engine.speaker import Response, Speaker
 from parley.engine.tool_loop import ToolLoop
 from parley.engine.tools import ToolDefinition, ToolRunner
+from parley.engine.tuning import WELCOME_INSTRUCTION, Pronouncer, listening, with_local_time
 from parley.engine.vad import SileroPool, Transition, VadEvent, VadParams, vad_rate
 
 logger = logging.getLogger(__name__)
@@ -109,6 +110,7 @@ class _Say:
     text: str
     then_end: bool = False
     """End the conversation once it is said (AssistantEndedConversation)."""
+    welcome: bool = False
 
 
 @dataclass(frozen=True)
@@ -117,6 +119,7 @@ class _Reply:
     system_message: str | None = None
     transcribed: bool = True
     turn_ended_at: float | None = None  # monotonic end of the user's turn it answers
+    welcome: bool = False  # the model writes the welcome (AgentTuning.generate_welcome)
 
 
 @dataclass(frozen=True)
@@ -185,7 +188,7 @@ class DefaultEngine:
         self._closed = False
         self._channels: _Channels | None = None
         self._stack = AsyncExitStack()
-        self._held_welcome: str | None = None
+        self._held_welcome: _Say | _Reply | None = None
         self._said_goodbye = False  # AssistantEndedConversation went out: nothing more
         self._input_clock = _InputClock()
         voice = synthesizer.resolve_voice(config.voice_id)
@@ -204,6 +207,8 @@ class DefaultEngine:
             lead_s=self._settings.playback_lead_s,
             clock=clock,
             emit=self._emit,
+            speed=config.tuning.speed,
+            pronounce=Pronouncer(config.tuning.pronunciations),
         )
         self._tool_loop = ToolLoop(
             replies=replies,
@@ -219,15 +224,16 @@ class DefaultEngine:
         settings = self._settings
         model = await self._vad_pool.acquire(vad_rate(self._config.input_format.sample_rate))
         self._stack.callback(self._vad_pool.release, model)
+        vad, semantic = listening(settings.vad, settings.semantic, self._config.tuning)
         self._listener = Listener(
             self._config.input_format,
             recognizer=self._recognizer,
             vad_model=model,
-            params=settings.vad,
+            params=vad,
             language=self._config.language,
             partial_interval_s=settings.partial_interval_s,
-            turn_model=self._turn_model,
-            semantic=settings.semantic,
+            turn_model=self._turn_model if semantic is not None else None,
+            semantic=semantic,
             keywords=self._config.keywords,
             on_late_finish=self._late_finish,
             word_timings=self._config.word_timings,
@@ -244,13 +250,22 @@ class DefaultEngine:
         task_group.start_soon(self._run_workers, channels)
         if self._voice_warning is not None:
             await self._emit(self._voice_warning)
-        greeting = self._replies.greeting(self._config)
-        if greeting and self._config.hold_welcome:
-            self._held_welcome = greeting
-            self._speaker.prepare(greeting)  # ready the moment the callee's turn ends
-        elif greeting:
-            self._queue(_Say(greeting))
+        welcome = self._welcome()
+        if welcome is not None and self._config.hold_welcome:
+            self._held_welcome = welcome
+            if isinstance(welcome, _Say):
+                self._speaker.prepare(welcome.text)  # ready the moment the callee's turn ends
+        elif welcome is not None:
+            self._queue(welcome)
         return self
+
+    def _welcome(self) -> _Say | _Reply | None:
+        """The welcome: the reply generator's greeting, or (`generate_welcome`) its first
+        reply, to no user message (a model writes it; the rule-based replier greets)."""
+        if self._config.tuning.generate_welcome:
+            return _Reply(system_message=WELCOME_INSTRUCTION, welcome=True)
+        greeting = self._replies.greeting(self._config)
+        return _Say(greeting, welcome=True) if greeting else None
 
     async def __aexit__(
         self,
@@ -298,8 +313,8 @@ class DefaultEngine:
         """Speak the held welcome now (`speak`), or drop it; nothing if none is held."""
         self._open_channels()
         welcome, self._held_welcome = self._held_welcome, None
-        if welcome and speak:
-            self._queue(_Say(welcome))
+        if welcome is not None and speak:
+            self._queue(welcome)
 
     async def generate_reply(
         self, *, user_message: str | None = None, system_message: str | None = None
@@ -421,7 +436,8 @@ class DefaultEngine:
         async for job in jobs:
             if self._said_goodbye:
                 continue  # the conversation is ending: later responses are not spoken
-            response = self._current = Response()
+            welcome = job.welcome and not self._config.tuning.welcome_interruptible
+            response = self._current = Response(interruptible=not welcome)
             with response.scope:
                 try:
                     if isinstance(job, _Say):
@@ -453,9 +469,10 @@ class DefaultEngine:
             self._history.append(Turn("assistant", response.text_from(start)))
 
     def _request(self, job: _Reply) -> ReplyRequest:
+        zone = self._config.tuning.timezone
         return ReplyRequest(
             agent_name=self._config.agent_name,
-            system_prompt=self._system_prompt,
+            system_prompt=with_local_time(self._system_prompt, self._clock.time(), zone),
             language=self._config.language,
             history=tuple(self._history),
             user_message=job.user_message,
@@ -483,14 +500,15 @@ class DefaultEngine:
             raise TooManyPendingResponses() from None
 
     def _interrupt(self) -> None:
-        """Drop queued responses and stop the current one (barge-in)."""
+        """Drop queued responses and stop the current one (barge-in), unless it is a welcome
+        the agent does not let the user cut."""
         jobs = self._open_channels().jobs_out
         while True:
             try:
                 jobs.receive_nowait()
             except anyio.WouldBlock:
                 break
-        if self._current is not None:
+        if self._current is not None and self._current.interruptible:
             self._current.scope.cancel()
 
     def _late_finish(self, finished: VadEvent) -> None:
@@ -505,8 +523,8 @@ class DefaultEngine:
             await self._emit(InputCancelled())
             return
         welcome, self._held_welcome = self._held_welcome, None
-        if welcome:  # the callee's first words: the welcome answers them, at once
-            self._queue(_Say(welcome))
+        if welcome is not None:  # the callee's first words: the welcome answers them, at once
+            self._queue(welcome)
         heard = _Heard(task, self._clock.monotonic(), answered=welcome is not None)
         try:
             self._open_channels().turns_in.send_nowait(heard)

@@ -87,6 +87,7 @@ class Response:
     calls_queued: int = 0  # ToolCallParts the tool loop put in the stream
     calls_passed: int = 0  # ToolCallParts the speaker has reached
     after_calls: int = 0  # sentences sent before the last of them
+    interruptible: bool = True  # False: a welcome the user's speech does not cut
 
     @property
     def text(self) -> str:
@@ -166,8 +167,14 @@ class Speaker:
         lead_s: float | None,
         clock: Clock,
         emit: Emit,
+        speed: float = 1.0,
+        pronounce: Callable[[str], str] | None = None,
     ) -> None:
+        """`speed` is the synthesizer's pace; `pronounce` rewrites each sentence's text
+        before synthesis (the pronunciation dictionary), never the text sent with it."""
         self._synthesizer = synthesizer
+        self._speed = speed
+        self._pronounce = pronounce
         self._voice = voice
         self._prepared: dict[tuple[str, str], asyncio.Future[bytes]] = {}
         self._format = output_format
@@ -262,7 +269,8 @@ class Speaker:
         self._prepared.clear()
 
     async def _render(self, sentence: str) -> bytes:
-        samples = await self._synthesizer.synthesize(sentence, voice=self._voice)
+        said = self._pronounce(sentence) if self._pronounce is not None else sentence
+        samples = await self._synthesizer.synthesize(said, voice=self._voice, speed=self._speed)
         rate = self._synthesizer.sample_rate
         return await anyio.to_thread.run_sync(render, samples, rate, self._format)
 

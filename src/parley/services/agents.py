@@ -25,6 +25,9 @@ Rules:
    (services/storage_policies.py rule 7).
 11. `configuration_endpoint` follows services/configuration_endpoints.py (checked, sealed,
    its secret made when it is first set and returned this once on the record).
+12. The delivery's members follow services/delivery.py (400 `validation_error` naming each).
+13. An upsert (services/agent_upsert.py) inserts with `insert_agent` or replaces with
+   `update_locked`: the rules of a create or of an update.
 """
 
 from __future__ import annotations
@@ -50,17 +53,21 @@ from parley.errors import (
 )
 from parley.ids import looks_like_id, new_id
 from parley.records import (
+    UNSET,
     Actor,
     Agent,
     AgentPatch,
     AgentSpec,
     ConfigurationEndpoint,
+    Delivery,
     Page,
+    Project,
     TemplateVariable,
     Unset,
 )
 from parley.services import audit, configuration_endpoints, events, templates
 from parley.services.context import Context
+from parley.services.delivery import check_delivery
 from parley.services.eval_prompts import check_eval_prompt_names
 from parley.services.event_payloads import agent_json
 from parley.services.extraction_schemas import check_schema_names
@@ -94,41 +101,54 @@ async def create_agent(
 ) -> Agent:
     """Create an agent in a project (default `main`); its voice and language must be ones
     `speech` (the engine's catalog; None: not checked) can use."""
+    check_spec(spec, speech)
+    async with ctx.db.transaction(UNIQUE_VIOLATIONS) as session:
+        in_project = await project_repo.resolve(session, org_id, project or MAIN_PROJECT)
+        if await agent_repo.name_taken(session, in_project.id, spec.name):
+            raise NameTaken("An agent with this name already exists in the project.")
+        return await insert_agent(session, ctx, org_id, in_project, spec, actor)
+
+
+def check_spec(spec: AgentSpec, speech: SpeechCatalog | None) -> None:
+    """The checks of a new agent's fields that need no database (create and upsert)."""
     check_speech(speech, voice_id=spec.voice_id, language=spec.language)
     check_silence(
         poke_sec=spec.no_input_poke_sec,
         poke_text=spec.no_input_poke_text,
         end_sec=spec.no_input_end_conversation_sec,
     )
+    check_delivery(spec.delivery)
+
+
+async def insert_agent(
+    session: Session, ctx: Context, org_id: str, in_project: Project, spec: AgentSpec, actor: Actor
+) -> Agent:
+    """Insert a new agent under rules 5, 6, 7, 10 and 11, announce and record it (its name is
+    known to be free in the project)."""
+    await _refuse_taken_numbers(session, spec.phone_numbers, agent_id=None)
+    _refuse_undeclared(spec.system_prompt, spec.welcome_message, spec.template_variables)
+    await check_tool_names(session, in_project.id, spec.tools)
+    named = spec.external_storage_policy
+    storage = await policy_for_agent(session, in_project.id, named) if named else None
+    await check_schema_names(session, in_project.id, spec.extraction_schemas)
+    await check_eval_prompt_names(session, in_project.id, spec.eval_prompts)
     given_endpoint = spec.configuration_endpoint
     endpoint = (
         configuration_endpoints.issue(ctx, given_endpoint, current=None) if given_endpoint else None
     )
-    now = utcnow(ctx.clock)
-    async with ctx.db.transaction(UNIQUE_VIOLATIONS) as session:
-        in_project = await project_repo.resolve(session, org_id, project or MAIN_PROJECT)
-        if await agent_repo.name_taken(session, in_project.id, spec.name):
-            raise NameTaken("An agent with this name already exists in the project.")
-        await _refuse_taken_numbers(session, spec.phone_numbers, agent_id=None)
-        _refuse_undeclared(spec.system_prompt, spec.welcome_message, spec.template_variables)
-        await check_tool_names(session, in_project.id, spec.tools)
-        named = spec.external_storage_policy
-        storage = await policy_for_agent(session, in_project.id, named) if named else None
-        await check_schema_names(session, in_project.id, spec.extraction_schemas)
-        await check_eval_prompt_names(session, in_project.id, spec.eval_prompts)
-        agent = await agent_repo.insert(
-            session,
-            agent_id=new_id("agent"),
-            org_id=org_id,
-            project=in_project,
-            spec=spec,
-            now=now,
-            storage_policy=storage,
-            configuration_endpoint=endpoint,
-        )
-        await _record(session, ctx, agent, actor, "agent.create", project=in_project.name)
-        await _announce(session, ctx, agent, "agent.created")
-        return _with_issued(agent, endpoint)
+    agent = await agent_repo.insert(
+        session,
+        agent_id=new_id("agent"),
+        org_id=org_id,
+        project=in_project,
+        spec=spec,
+        now=utcnow(ctx.clock),
+        storage_policy=storage,
+        configuration_endpoint=endpoint,
+    )
+    await _record(session, ctx, agent, actor, "agent.create", project=in_project.name)
+    await _announce(session, ctx, agent, "agent.created")
+    return _with_issued(agent, endpoint)
 
 
 async def get_agent(ctx: Context, *, org_id: str, ref: str, project: str | None) -> Agent:
@@ -187,34 +207,65 @@ async def update_agent(
     when a new voice or language is one `speech` cannot use."""
     async with ctx.db.transaction(UNIQUE_VIOLATIONS) as session:
         agent = await find_agent(session, org_id, ref, project, for_update=True)
-        if agent.disabled_at is not None:
-            raise AgentDisabled("The agent is disabled: it cannot be updated.")
-        check_speech(
-            speech,
-            voice_id=None if isinstance(patch.voice_id, Unset) else patch.voice_id,
-            language=None if isinstance(patch.language, Unset) else patch.language,
-        )
-        _check_silence_patch(patch)
-        if not isinstance(patch.name, Unset) and patch.name != agent.name:
-            if await agent_repo.name_taken(session, agent.project_id, patch.name):
-                raise NameTaken("An agent with this name already exists in the project.")
-        if not isinstance(patch.phone_numbers, Unset):
-            await _refuse_taken_numbers(session, patch.phone_numbers, agent_id=agent.id)
-        await _check_merged(session, agent, patch)
-        endpoint = await _endpoint_of(session, ctx, agent, patch)
-        await agent_repo.apply_patch(
-            session,
-            agent.id,
-            patch,
-            now=utcnow(ctx.clock),
-            storage_policy_id=await _storage_policy_id(session, agent, patch),
-            configuration_endpoint=endpoint,
-        )
-        updated = await agent_repo.load(session, agent.id)
-        fields = sorted(name for name in AgentPatch.__slots__ if not _unset(patch, name))
-        await _record(session, ctx, updated, actor, "agent.update", fields=fields)
-        await _announce(session, ctx, updated, "agent.updated")
-        return _with_issued(updated, endpoint)
+        return await update_locked(session, ctx, agent, patch, actor, speech=speech)
+
+
+async def update_locked(
+    session: Session,
+    ctx: Context,
+    agent: AgentState,
+    patch: AgentPatch,
+    actor: Actor,
+    *,
+    speech: SpeechCatalog | None = None,
+) -> Agent:
+    """Apply `patch` to the agent (its row locked: `find_agent(..., for_update=True)`) under
+    rules 2, 5-7 and 9-12, announce and record it."""
+    if agent.disabled_at is not None:
+        raise AgentDisabled("The agent is disabled: it cannot be updated.")
+    check_speech(
+        speech,
+        voice_id=None if isinstance(patch.voice_id, Unset) else patch.voice_id,
+        language=None if isinstance(patch.language, Unset) else patch.language,
+    )
+    _check_silence_patch(patch)
+    if not isinstance(patch.name, Unset) and patch.name != agent.name:
+        if await agent_repo.name_taken(session, agent.project_id, patch.name):
+            raise NameTaken("An agent with this name already exists in the project.")
+    if not isinstance(patch.phone_numbers, Unset):
+        await _refuse_taken_numbers(session, patch.phone_numbers, agent_id=agent.id)
+    await _check_merged(session, agent, patch)
+    endpoint = await _endpoint_of(session, ctx, agent, patch)
+    await agent_repo.apply_patch(
+        session,
+        agent.id,
+        patch,
+        now=utcnow(ctx.clock),
+        storage_policy_id=await _storage_policy_id(session, agent, patch),
+        configuration_endpoint=endpoint,
+        delivery=await _delivery(session, agent, patch),
+    )
+    updated = await agent_repo.load(session, agent.id)
+    await _record(session, ctx, updated, actor, "agent.update", fields=_changed_fields(patch))
+    await _announce(session, ctx, updated, "agent.updated")
+    return _with_issued(updated, endpoint)
+
+
+def _changed_fields(patch: AgentPatch) -> list[str]:
+    """The fields a patch sets, the delivery's by their own names (the audit's details)."""
+    names = {name for name in AgentPatch.__slots__ if not _unset(patch, name)} - {"delivery"}
+    if not isinstance(patch.delivery, Unset):
+        names |= set(patch.delivery.given())
+    return sorted(names)
+
+
+async def _delivery(session: Session, agent: AgentState, patch: AgentPatch) -> Delivery | Unset:
+    """Rule 11: the agent's delivery with the patch's members applied (UNSET: none)."""
+    if isinstance(patch.delivery, Unset) or not patch.delivery.given():
+        return UNSET
+    merged = patch.delivery.applied_to((await agent_repo.load(session, agent.id)).delivery)
+    check_delivery(merged)
+    return merged
 
 
 async def delete_agent(

@@ -59,6 +59,23 @@ def agent_json(agent: Agent) -> JsonObject:
         "configuration_endpoint": configuration_endpoint_json(agent.configuration_endpoint),
         "created_at": isoformat(agent.created_at),
         "updated_at": isoformat(agent.updated_at),
+        **agent_delivery_json(agent),
+    }
+
+
+def agent_delivery_json(agent: Agent) -> JsonObject:
+    """The Agent shape's delivery members (API.md section 17), then the members the official
+    SDK's Agent requires of features Parley does not have, with the values that say so (a
+    request that sets one is refused: api/agent_sdk_schemas.py)."""
+    return {
+        **agent.delivery.to_json(),
+        "additional_voice_ids": [],
+        "background_noise_level": 0.0,
+        "background_noise": None,
+        "listen_only_inbound_enabled": False,
+        "tasks": [],
+        "generate_no_input_poke_text": False,
+        "push_to_talk": False,
     }
 
 

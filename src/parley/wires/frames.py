@@ -96,6 +96,11 @@ class WindowedRetentionFrame(_Frame):
     audio_recordings: RetentionWindowFrame = Field(default_factory=RetentionWindowFrame)
 
 
+class PronunciationFrame(_Frame):
+    word: Annotated[FreeText, StringConstraints(max_length=100)]
+    pronunciation: Annotated[FreeText, StringConstraints(max_length=200)]
+
+
 class Configure(_Frame):
     type: Literal["config"]
     agent: Annotated[Label, StringConstraints(min_length=1, max_length=64)]
@@ -127,6 +132,17 @@ class Configure(_Frame):
         ]
         | None
     ) = None
+    # The agent's delivery (API.md section 17): omitted, the agent's; the session checks
+    # the values (services/delivery.py); null, for the three that take it, the default.
+    generate_welcome_message: bool | None = None
+    is_welcome_message_interruptible: bool | None = None
+    audio_speed: float | None = None
+    timezone: Annotated[Label, StringConstraints(max_length=64)] | None = None
+    pronunciation_dictionary: Annotated[list[PronunciationFrame], Field(max_length=100)] | None = (
+        None
+    )
+    vad_min_silence_duration_ms: int | None = None
+    vad_threshold: float | None = None
 
 
 class ResetOptions(Configure):

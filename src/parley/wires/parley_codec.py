@@ -79,9 +79,40 @@ def _configure(frame: frames.Configure) -> codec.Configure:
         ),
         data_retention_policy=_retention(frame.data_retention_policy),
         enable_redaction=frame.enable_redaction,
+        delivery=_delivery(frame),
         **_silence(frame),
         **_storage(frame),
     )
+
+
+_DELIVERY = (
+    "generate_welcome_message",
+    "is_welcome_message_interruptible",
+    "audio_speed",
+    "timezone",
+    "vad_min_silence_duration_ms",
+    "vad_threshold",
+)
+_NOT_NULL = frozenset(
+    {"generate_welcome_message", "is_welcome_message_interruptible", "audio_speed"}
+)
+
+
+def _delivery(frame: frames.Configure) -> codec.DeliveryPatch:
+    """The delivery members the frame sets; null is the default again for `timezone` and
+    the VAD members, the agent's for the others (as if left out)."""
+    sent = frame.model_fields_set
+    given: dict[str, Any] = {
+        name: getattr(frame, name)
+        for name in _DELIVERY
+        if name in sent and not (name in _NOT_NULL and getattr(frame, name) is None)
+    }
+    entries = frame.pronunciation_dictionary
+    if entries is not None:
+        given["pronunciation_dictionary"] = tuple(
+            codec.PronunciationEntry(entry.word, entry.pronunciation) for entry in entries
+        )
+    return codec.DeliveryPatch(**given)
 
 
 def _retention(

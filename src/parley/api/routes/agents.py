@@ -6,6 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Body, Path
 
+from parley.api.agent_sdk_schemas import DeliveryUpdate
 from parley.api.deps import (
     ApiKeyActor,
     ApiKeyPrincipal,
@@ -23,6 +24,8 @@ from parley.api.schemas import (
     AgentList,
     AgentOut,
     AgentUpdate,
+    AgentUpsert,
+    AgentUpserted,
     PhoneNumbersRelease,
     SuccessOut,
     TemplateVariableIn,
@@ -38,7 +41,7 @@ from parley.records import (
     TemplateVariable,
     Unset,
 )
-from parley.services import agents
+from parley.services import agent_upsert, agents
 from parley.text import Label
 
 router = APIRouter(prefix="/v1/agents", tags=["agents"])
@@ -76,9 +79,52 @@ async def create_agent(
     project: ProjectParam = None,
 ) -> AgentCreated:
     """Create an agent in a project (body `project`, else `?project=`, else `main`)."""
+    agent = await agents.create_agent(
+        ctx,
+        org_id=principal.org_id,
+        project=_project_of(body, project),
+        spec=_spec_of(body),
+        actor=actor,
+        speech=speech,
+    )
+    return AgentCreated.of(agent)
+
+
+@router.put(
+    "/upsert",
+    response_model=AgentUpserted,
+    responses=error_responses(400, 401, 403, 404, 409, 413, 503),
+)
+async def upsert_agent(
+    ctx: Ctx,
+    principal: ApiKeyPrincipal,
+    actor: ApiKeyActor,
+    body: AgentUpsert,
+    speech: Speech,
+    project: ProjectParam = None,
+) -> AgentUpserted:
+    """Create the agent named `name`, or replace every field of the one of that name (the
+    fields not given take their defaults); 409 `agent_disabled` if it is disabled."""
+    agent, inserted = await agent_upsert.upsert_agent(
+        ctx,
+        org_id=principal.org_id,
+        project=_project_of(body, project),
+        spec=_spec_of(body),
+        actor=actor,
+        speech=speech,
+    )
+    return AgentUpserted.upserted(agent, inserted=inserted)
+
+
+def _project_of(body: AgentCreate, project: str | None) -> str | None:
+    """The project a body names (`project`), else `?project=`; refused when they differ."""
     if body.project and project and body.project != project:
         raise ValidationFailed(param_errors={"project": "differs from the ?project= parameter"})
-    spec = AgentSpec(
+    return body.project or project
+
+
+def _spec_of(body: AgentCreate) -> AgentSpec:
+    return AgentSpec(
         name=body.name,
         voice_id=body.voice_id,
         system_prompt=body.system_prompt,
@@ -101,16 +147,8 @@ async def create_agent(
         configuration_endpoint=(
             body.configuration_endpoint.spec() if body.configuration_endpoint else None
         ),
+        delivery=body.delivery(),
     )
-    agent = await agents.create_agent(
-        ctx,
-        org_id=principal.org_id,
-        project=body.project or project,
-        spec=spec,
-        actor=actor,
-        speech=speech,
-    )
-    return AgentCreated.of(agent)
 
 
 @router.get("/{nameOrId}", response_model=AgentEnvelope, responses=ONE_AGENT_ERRORS)
@@ -139,7 +177,7 @@ async def update_agent(
     """Update some fields of an agent; refused with 409 `agent_disabled` while disabled."""
     if nulls := body.null_fields():
         raise ValidationFailed(param_errors=dict.fromkeys(nulls, "may not be null"))
-    sent = body.model_fields_set
+    sent = body.model_fields_set - set(DeliveryUpdate.model_fields)
     lists = {
         "phone_numbers",
         "tools",
@@ -166,6 +204,7 @@ async def update_agent(
             else UNSET
         ),
         configuration_endpoint=_endpoint_patch(body),
+        delivery=body.delivery_patch(),
     )
     agent = await agents.update_agent(
         ctx,

@@ -24,6 +24,7 @@ from parley.records import (
     AgentPatch,
     AgentSpec,
     ConfigurationEndpoint,
+    Delivery,
     Project,
     ProjectRef,
     RetentionPolicy,
@@ -96,6 +97,7 @@ def to_record(
         eval_prompts=tuple(row.eval_prompts or ()),
         enable_redaction=bool(row.enable_redaction),
         configuration_endpoint=endpoint_of(row.configuration_endpoint),
+        delivery=Delivery.from_json(row.delivery),
     )
 
 
@@ -255,6 +257,7 @@ async def insert(
         eval_prompts=list(spec.eval_prompts),
         enable_redaction=spec.enable_redaction,
         configuration_endpoint=stored_endpoint(configuration_endpoint),
+        delivery=spec.delivery.to_json(),
         disabled_at=None,
         created_at=now,
         updated_at=now,
@@ -293,10 +296,12 @@ async def apply_patch(
     now: datetime,
     storage_policy_id: str | Unset | None = UNSET,
     configuration_endpoint: ConfigurationEndpoint | Unset | None = UNSET,
+    delivery: Delivery | Unset = UNSET,
 ) -> None:
     """Write the set fields of `patch` to the agent (locked by `find(..., for_update=True)`);
     `storage_policy_id` is the ID of the policy its `external_storage_policy` names,
-    `configuration_endpoint` the sealed endpoint its `configuration_endpoint` makes."""
+    `configuration_endpoint` the sealed endpoint its `configuration_endpoint` makes, and
+    `delivery` the agent's delivery with `patch.delivery` applied."""
     changes = {
         column: value
         for column in PATCHABLE_COLUMNS
@@ -308,6 +313,8 @@ async def apply_patch(
         changes["configuration_endpoint"] = stored_endpoint(configuration_endpoint)
     if not isinstance(patch.data_retention_policy, Unset):
         changes["data_retention_policy"] = patch.data_retention_policy.to_json()
+    if not isinstance(delivery, Unset):
+        changes["delivery"] = delivery.to_json()
     for listed in ("tools", "extraction_schemas", "eval_prompts"):
         if not isinstance(names := getattr(patch, listed), Unset):
             changes[listed] = list(names)

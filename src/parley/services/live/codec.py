@@ -26,14 +26,16 @@ imports: `ParleyCodec` (wires/parley_codec.py) is Parley's own socket; a phone c
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol, TypeAlias, runtime_checkable
 
 from parley import engine
 from parley.errors import ParleyError
 from parley.records import UNSET, ToolCall, Unset
-from parley.records import RetentionPolicy as RetentionPolicy  # for the wires, which see no records
+from parley.records import DeliveryPatch as DeliveryPatch  # for the wires, which see no records
+from parley.records import PronunciationEntry as PronunciationEntry
+from parley.records import RetentionPolicy as RetentionPolicy
 
 Frame: TypeAlias = str | bytes
 """One WebSocket message: a text frame or a binary frame."""
@@ -96,6 +98,9 @@ class Configure:
     name; UNSET: the agent's policy; None: no external storage."""
     enable_redaction: bool | None = None
     """Personal data kept only as tags (API.md section 16); None: its agent's setting."""
+    delivery: DeliveryPatch = field(default_factory=DeliveryPatch)
+    """The agent's delivery members this conversation sets (API.md section 17); the UNSET
+    ones are the agent's."""
     resume_note: str | None = None
     """A caller back from a transfer that was not answered: the conversation goes on live,
     with its history, and the model gets this note (services/transfers.py rule 4)."""

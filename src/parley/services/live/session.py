@@ -573,6 +573,7 @@ class LiveSession:
             history=history,
             # The recording's tone needs the times of the user's words (redaction).
             word_timings=self._recorder is not None and setup.redact,
+            tuning=setup.tuning(),
         )
         self._settings = settings_of(agent, event, setup)
         if event.wait_for_callee:

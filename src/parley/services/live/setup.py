@@ -8,9 +8,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TypeVar
 
-from parley.records import KEEP_EVERYTHING, Agent, RetentionPolicy, Unset
+from parley import engine
+from parley.records import (
+    DEFAULT_DELIVERY,
+    KEEP_EVERYTHING,
+    Agent,
+    Delivery,
+    RetentionPolicy,
+    Unset,
+)
 from parley.services import templates
 from parley.services.context import Context
+from parley.services.delivery import check_delivery
 from parley.services.live import codec
 from parley.services.live.tools import ConversationTool, resolve_tools
 from parley.services.storage_policies import policy_id_named
@@ -38,6 +47,9 @@ class Setup:
     redact: bool = False
     """Personal data kept only as tags (API.md section 16): the config's
     `enable_redaction`, else the agent's."""
+    delivery: Delivery = DEFAULT_DELIVERY
+    """How the agent greets, speaks and listens (API.md section 17): the agent's, with the
+    members the config sets."""
 
     @classmethod
     async def check(cls, ctx: Context, frame: codec.Configure, agent: Agent) -> Setup:
@@ -55,6 +67,8 @@ class Setup:
         if voicemail and frame.wait_for_callee:
             used |= templates.placeholders(voicemail)
             voicemail = templates.render(voicemail, values=values, defaults=defaults)
+        delivery = frame.delivery.applied_to(agent.delivery)
+        check_delivery(delivery)  # a config's values: 400 naming the member
         items = frame.tools if frame.tools is not None else tuple(agent.tools)
         found, built_ins = await resolve_tools(
             ctx, org_id=agent.org_id, project_id=agent.project.id, items=items
@@ -69,6 +83,22 @@ class Setup:
             retention=_given(frame.data_retention_policy, agent.data_retention_policy),
             storage_policy_id=await _storage_policy_id(ctx, frame, agent),
             redact=_given(frame.enable_redaction, agent.enable_redaction),
+            delivery=delivery,
+        )
+
+    def tuning(self) -> engine.AgentTuning:
+        """The engine's tuning of this delivery."""
+        delivery = self.delivery
+        return engine.AgentTuning(
+            generate_welcome=delivery.generate_welcome_message,
+            welcome_interruptible=delivery.is_welcome_message_interruptible,
+            speed=delivery.audio_speed,
+            timezone=delivery.timezone,
+            pronunciations=tuple(
+                (entry.word, entry.pronunciation) for entry in delivery.pronunciation_dictionary
+            ),
+            vad_threshold=delivery.vad_threshold,
+            end_silence_ms=delivery.vad_min_silence_duration_ms,
         )
 
 

@@ -2,7 +2,7 @@
 time-out and signing secret (sealed), in one JSON column
 
 Revision ID: 0023
-Revises: 0021
+Revises: 0022
 Create Date: 2026-12-07 11:00:00.000000
 """
 
@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0023"
-down_revision = "0021"
+down_revision = "0022"
 branch_labels = None
 depends_on = None
 
