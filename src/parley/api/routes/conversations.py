@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import FileResponse
@@ -25,20 +25,36 @@ from parley.api.schemas import (
     ConversationCreate,
     ConversationEnvelope,
     ConversationList,
+    PaginationOut,
     SuccessOut,
     error_responses,
 )
 from parley.api.telephony_schemas import OutboundCallIn, OutboundCallOut
 from parley.services import (
+    conversation_list,
     conversation_read,
     conversations,
     outbound_calls,
     recordings,
     retention,
 )
+from parley.services.conversation_list import ListQuery
 from parley.text import Label
 
 router = APIRouter(prefix="/v1/conversations", tags=["conversations"])
+
+MAX_SECONDS = 10**9
+SECONDS = "In seconds, of an ended conversation (inclusive)."
+MOMENT = "An ISO 8601 date (a whole UTC day) or date and time with `Z` or an offset."
+BEFORE = "A conversation ID (`pagination.prev_cursor`): the page before it."
+AFTER = "A conversation ID (`pagination.next_cursor`): the page after it."
+AudioContainer = Annotated[
+    Literal["wav"] | None,
+    Query(
+        alias="audio_container",
+        description="The recording's container: `wav` (the only one Parley makes).",
+    ),
+]
 
 
 @router.post(
@@ -87,21 +103,39 @@ async def list_conversations(
     principal: AnyPrincipal,
     project: ProjectParam = None,
     agent: Annotated[Label | None, Query(description="Agent name or ID.")] = None,
+    external_id: Annotated[Label | None, Query(max_length=256)] = None,
+    duration_min: Annotated[int | None, Query(ge=0, le=MAX_SECONDS, description=SECONDS)] = None,
+    duration_max: Annotated[int | None, Query(ge=0, le=MAX_SECONDS, description=SECONDS)] = None,
+    started_at_min: Annotated[str | None, Query(max_length=40, description=MOMENT)] = None,
+    started_at_max: Annotated[str | None, Query(max_length=40, description=MOMENT)] = None,
+    before: Annotated[Label | None, Query(max_length=128, description=BEFORE)] = None,
+    after: Annotated[Label | None, Query(max_length=128, description=AFTER)] = None,
     cursor: CursorParam = None,
     limit: LimitParam = 100,
+    _audio_container: AudioContainer = None,
 ) -> ConversationList:
-    """List conversations, oldest first (a restricted session token sees only its own)."""
-    page = await conversations.list_conversations(
-        ctx,
-        org_id=principal.org_id,
+    """List conversations, oldest first (a restricted session token sees only its own),
+    with the official SDK's filters and cursors (API.md section 17)."""
+    query = ListQuery(
         project=project,
         agent=agent,
-        only_ids=principal.conversation_ids,
+        external_id=external_id,
+        duration_min=duration_min,
+        duration_max=duration_max,
+        started_at_min=started_at_min,
+        started_at_max=started_at_max,
+        before=before,
+        after=after,
         cursor=cursor,
         limit=limit,
     )
+    page = await conversation_list.list_conversations(
+        ctx, org_id=principal.org_id, query=query, only_ids=principal.conversation_ids
+    )
     return ConversationList(
-        conversations=[conversation_out(c) for c in page.items], next_cursor=page.next_cursor
+        conversations=[conversation_out(c) for c in page.items],
+        next_cursor=page.next_cursor,
+        pagination=PaginationOut(prev_cursor=page.prev_id, next_cursor=page.next_id),
     )
 
 
@@ -191,7 +225,10 @@ async def conversation_audio(
     responses=error_responses(401, 403, 404, 409, 429, 503),
 )
 async def get_conversation(
-    ctx: Ctx, credential: Credential, conversation_id: ConversationId
+    ctx: Ctx,
+    credential: Credential,
+    conversation_id: ConversationId,
+    _audio_container: AudioContainer = None,
 ) -> ConversationEnvelope:
     """Return a conversation and its items (API key, session token, or its own JWT)."""
     _principal, conversation = await conversation_read.read_conversation(
