@@ -29,6 +29,7 @@ from parley.api.routes import (
     extraction_schemas,
     health,
     projects,
+    responses,
     session_tokens,
     storage_policies,
     telephony,
@@ -154,6 +155,7 @@ def create_app(
         session_tokens.router,
         conversations.router,
         analysis.router,
+        responses.router,
         telephony.router,
         telephony_ws.router,
     )

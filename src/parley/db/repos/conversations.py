@@ -766,6 +766,16 @@ async def _write_changes(
         )
 
 
+async def item_owner(session: AsyncSession, org_id: str, item_id: str) -> str | None:
+    """The ID of the conversation of the organization's item `item_id`, or None."""
+    owner: str | None = await session.scalar(
+        select(ConversationItemRow.conversation_id).where(
+            ConversationItemRow.item_id == item_id, ConversationItemRow.org_id == org_id
+        )
+    )
+    return owner
+
+
 async def add_item(
     session: AsyncSession,
     *,
