@@ -173,7 +173,8 @@ async def test_sdk_conversation_items_have_stable_ids_and_sdk_members(
     assert got.items[0].live_transcript == "Hi, a table for four on 9 April please."
     assert got.items[0].started_at is not None
     assert (got.workspace, got.origin, got.model) == (tenant.org.name, "direct", "parley")
-    assert got.agent is not None and got.agent.is_deleted is False
+    assert got.agent is not None
+    assert got.agent.is_deleted is False
     assert got.analysis.id == conversation_id
     assert (got.default_language, got.input_format) == ("en", agent["audio_format"])
     assert got.task_results == {}
