@@ -247,3 +247,20 @@ class ResponsesOut(BaseModel):
                 for one in found
             ]
         )
+
+
+# --- conversations.replay ---------------------------------------------------------------
+
+
+class ConversationReplayIn(Input):
+    """`POST /v1/conversations/{id}/replay`: `agent` (a name in the conversation's project,
+    or an ID) defaults to the conversation's own."""
+
+    agent: Annotated[Label, StringConstraints(min_length=1, max_length=64)] | None = None
+
+
+class ConversationReplayOut(BaseModel):
+    """The SDK's `ConversationsReplayResponse`, with the new conversation's ID."""
+
+    conversation_id: str
+    message: str

@@ -46,8 +46,10 @@ async def create_conversation(
     agent: str,
     project: str | None,
     conversation_id: str | None,
+    replay_of: str | None = None,
 ) -> Conversation:
-    """Create a `pending` conversation with an agent; 409 if the agent is disabled."""
+    """Create a `pending` conversation with an agent; 409 if the agent is disabled.
+    `replay_of`: the conversation whose recording it replays (`conversations.replay`)."""
     if conversation_id is not None:
         check_conversation_id(conversation_id)
     async with ctx.db.transaction(conversation_repo.UNIQUE_VIOLATIONS) as session:
@@ -67,6 +69,7 @@ async def create_conversation(
             agent_id=found.id,
             project=agent_record.project,
             at=utcnow(ctx.clock),
+            replay_of=replay_of,
         )
         return await conversation_repo.load(session, created)
 

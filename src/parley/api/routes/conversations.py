@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Body, Query, Request
 from fastapi.responses import FileResponse
 
 from parley.api.convert import conversation_out
@@ -21,6 +21,8 @@ from parley.api.deps import (
     Speech,
     actor_of,
 )
+from parley.api.replay_schemas import ConversationReplayIn, ConversationReplayOut
+from parley.api.replays import start_replay
 from parley.api.schemas import (
     ConversationCreate,
     ConversationEnvelope,
@@ -33,6 +35,7 @@ from parley.api.telephony_schemas import OutboundCallIn, OutboundCallOut
 from parley.services import (
     conversation_list,
     conversation_read,
+    conversation_replays,
     conversations,
     outbound_calls,
     recordings,
@@ -136,6 +139,33 @@ async def list_conversations(
         conversations=[conversation_out(c) for c in page.items],
         next_cursor=page.next_cursor,
         pagination=PaginationOut(prev_cursor=page.prev_id, next_cursor=page.next_id),
+    )
+
+
+@router.post(
+    "/{id}/replay",
+    response_model=ConversationReplayOut,
+    responses=error_responses(400, 401, 403, 404, 409, 413, 429, 503),
+)
+async def replay_conversation(
+    request: Request,
+    ctx: Ctx,
+    principal: ApiKeyPrincipal,
+    conversation_id: ConversationId,
+    body: Annotated[ConversationReplayIn | None, Body()] = None,
+) -> ConversationReplayOut:
+    """Play an ended conversation's recorded user channel, at real-time pace, into a new
+    conversation with an agent (default: the same), in the background (API.md section 17)."""
+    plan = await conversation_replays.prepare_replay(
+        ctx,
+        org_id=principal.org_id,
+        conversation_id=conversation_id,
+        agent=body.agent if body else None,
+    )
+    start_replay(ctx, request.app.state.engine_factory, principal, plan)
+    return ConversationReplayOut(
+        conversation_id=plan.conversation_id,
+        message=f"Replay of {conversation_id} started as conversation {plan.conversation_id}.",
     )
 
 
