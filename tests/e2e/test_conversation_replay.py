@@ -26,6 +26,9 @@ from tests.e2e.test_ws import receive_until
 pytestmark = [
     pytest.mark.anyio,
     pytest.mark.e2e,
+    # One database: the replay is the session's and the engine's work; a real-time
+    # conversation and its replay cost half a minute.
+    pytest.mark.parametrize("database_url", ["postgres"], indirect=True),
     # The SDK's conversations module imports websockets' legacy API, which warns on import.
     pytest.mark.filterwarnings("ignore:websockets.legacy is deprecated:DeprecationWarning"),
     pytest.mark.filterwarnings("ignore:websockets.exceptions.InvalidStatusCode:DeprecationWarning"),
