@@ -1,6 +1,7 @@
-"""`conversations.list` and `conversations.get` as the official SDK calls them (API.md
-sections 5 and 17): its filters, its `pagination` cursors, item IDs; raw HTTP for what the
-SDK's types do not say (strict parameters, section 5's `cursor`)."""
+"""`conversations.list`, `get`, `cancel` and `delete` as the official SDK calls them (API.md
+sections 5 and 17): its filters, its `pagination` cursors, item IDs, the answers validated
+against the SDK's own types; raw HTTP for what the SDK's types do not say (strict
+parameters, section 5's `cursor`)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ import httpx
 import pytest
 from fastapi import FastAPI
 from phonic import AsyncPhonic
+from phonic.conversations.types import ConversationsDeleteResponse, ConversationsGetResponse
 from phonic.environment import PhonicEnvironment
+from phonic.types import ConversationsListResponseConversations
 from tests.api.analysis_helpers import spoken
 from tests.types import MakeAgent, Tenant
 
@@ -233,3 +236,29 @@ async def test_conversations_list_cursor_of_another_org_invalid_cursor(
     assert response.status_code == 400
     assert response.json()["error"]["code"] == "invalid_cursor"
     assert name in response.json()["param_errors"]
+
+
+async def test_conversations_answers_validate_as_the_sdks_types(
+    tenant: Tenant, ctx: Context, make_agent: MakeAgent
+) -> None:
+    """Pydantic validation (not the SDK's lenient construction): every member the SDK's
+    `Conversation` and `ConversationItem` require is there, with its type."""
+    agent = await make_agent(tenant)
+    conversation_id = await spoken(ctx, tenant.org.id, agent["name"])
+    got = await tenant.client.get(f"/v1/conversations/{conversation_id}")
+    ConversationsGetResponse.model_validate(got.json())
+    listed = await tenant.client.get("/v1/conversations", params={"limit": 1})
+    ConversationsListResponseConversations.model_validate(listed.json())
+
+
+async def test_sdk_conversations_cancel_and_delete_success(
+    sdk: AsyncPhonic, tenant: Tenant, ctx: Context, make_agent: MakeAgent
+) -> None:
+    agent = await make_agent(tenant)
+    live = await spoken(ctx, tenant.org.id, agent["name"], ended=False)
+    assert (await sdk.conversations.cancel(live)).success is True
+    deleted = await sdk.conversations.delete(live)
+    assert ConversationsDeleteResponse.model_validate(deleted.model_dump()).success is True
+    kept = (await sdk.conversations.get(live)).conversation
+    assert kept.items == []
+    assert kept.deletion_info is not None

@@ -14,6 +14,7 @@ import pytest
 from fastapi import FastAPI
 from phonic import AsyncPhonic
 from phonic.environment import PhonicEnvironment
+from phonic.types import GenerateResponsesResponse, ReplayConversationItemResponse
 from tests.api.analysis_helpers import spoken
 from tests.llm_server import Call, ChatServer, Round, running_chat_server
 from tests.types import MakeAgent, Tenant
@@ -99,6 +100,7 @@ async def test_sdk_conversation_items_replay_asks_with_the_history_before_the_it
     )
 
     replayed = await sdk.conversation_items.replay(first_reply, num_responses=2)
+    ReplayConversationItemResponse.model_validate(replayed.model_dump())  # every member
 
     by_text = {response.text: response for response in replayed.responses}
     assert set(by_text) == {"Four at eight, booked.", "Bye."}
@@ -215,6 +217,7 @@ async def test_sdk_responses_create_reports_calls_and_actions_runs_nothing(
         tools=["natural_conversation_ending"],
     )
 
+    GenerateResponsesResponse.model_validate(made.model_dump())  # every member, typed
     (response,) = made.responses
     assert response.text == "Let me check. "
     assert response.action is None
