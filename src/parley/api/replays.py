@@ -68,10 +68,10 @@ class _Feed:
     """The session's `receive`: the recording in real time, then silence, then None."""
 
     def __init__(self, plan: ReplayPlan, wire: ReplayCodec, now: Callable[[], float]) -> None:
-        size = round(plan.sample_rate * CHUNK_S) * 2  # 16-bit samples
-        audio = plan.user_audio
-        self._chunks = [audio[at : at + size] for at in range(0, len(audio), size)]
-        self._silence = bytes(size)
+        self._size = round(plan.sample_rate * CHUNK_S) * 2  # 16-bit samples
+        self._audio = plan.user_audio
+        self._count = -(-len(self._audio) // self._size)  # chunks, the last one maybe short
+        self._silence = bytes(self._size)
         self._wire = wire
         self._now = now
         self._start: float | None = None
@@ -83,16 +83,16 @@ class _Feed:
             self._start = now
         if self._wire.failed:
             return None
-        if self._sent >= len(self._chunks):
-            tail = now - (self._start + len(self._chunks) * CHUNK_S)
+        if self._sent >= self._count:
+            tail = now - (self._start + self._count * CHUNK_S)
             if tail >= TAIL_S or (tail > 0 and self._wire.settled(QUIET_S)):
                 return None
         due = self._start + self._sent * CHUNK_S
         if due > now:
             await asyncio.sleep(due - now)
-        chunk = self._chunks[self._sent] if self._sent < len(self._chunks) else self._silence
+        at = self._sent * self._size
         self._sent += 1
-        return chunk
+        return self._audio[at : at + self._size] if at < len(self._audio) else self._silence
 
 
 async def _nowhere(_frame: str | bytes) -> None:

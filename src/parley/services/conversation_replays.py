@@ -5,7 +5,8 @@ Rules:
 1. The conversation must have ended (409 `conversation_live`) and have its recording in
    this server's recordings directory (409 `no_recording`: none made, not yet written,
    deleted, or zero data retention); a recording kept in an external storage policy's
-   bucket is 400 `not_supported` (the server does not read buckets back).
+   bucket is 400 `not_supported` (the server does not read buckets back), and so is one
+   over `MAX_RECORDING_BYTES` (it is read whole).
 2. The agent: the one given (a name in the conversation's project, or an ID), else the
    conversation's own; with neither (the agent deleted) 400. A disabled agent is 409
    `agent_disabled`, as for any new conversation.
@@ -37,6 +38,8 @@ __all__ = ["FORMATS", "ReplayPlan", "abandon_replay", "prepare_replay", "user_ch
 
 FORMATS: Final = {8_000: "pcm_8000", 16_000: "pcm_16000", 24_000: "pcm_24000", 44_100: "pcm_44100"}
 """The recording's rate -> the replay's input and output format (rule 3)."""
+MAX_RECORDING_BYTES: Final = 2 * 3600 * 16_000 * 4
+"""A recording read whole to replay is at most this big (two hours of stereo 16 kHz)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,7 +77,10 @@ async def prepare_replay(
     stored = await ctx.recordings.find(key)
     if stored is None:
         raise NoRecording()
-    audio, rate = await anyio.to_thread.run_sync(user_channel, stored.path.read_bytes())
+    if stored.size > MAX_RECORDING_BYTES:
+        raise NotSupported("The recording is too long to replay (over 2 hours at 16 kHz).")
+    path = stored.path
+    audio, rate = await anyio.to_thread.run_sync(lambda: user_channel(path.read_bytes()))
     ref = agent or (replayed.agent.id if replayed.agent else None)
     if ref is None:
         raise ValidationFailed(param_errors={"agent": "is required: the conversation's is gone"})
