@@ -339,13 +339,14 @@ async def status_of(
 
 async def load(session: AsyncSession, state: ConversationState) -> Conversation:
     """Return the record of a conversation, with its agent's name and its items."""
-    found = (
-        await session.execute(
-            with_joined(select(*JOINED_COLUMNS).select_from(ConversationRow)).where(
-                ConversationRow.org_id == state.org_id, ConversationRow.id == state.id
-            )
-        )
-    ).first()
+    # By the state's own agent (a change of it may not be written yet), in one statement.
+    query = (
+        select(*JOINED_COLUMNS)
+        .select_from(OrganizationRow)
+        .outerjoin(AgentRow, AgentRow.id == state.agent_id)
+        .where(OrganizationRow.id == state.org_id)
+    )
+    found = (await session.execute(query)).first()
     joined = Joined.of(found) if found is not None else Joined()
     items = (await items_of(session, state.org_id, [state.id])).get(state.id, [])
     return to_record(state, joined, items)
