@@ -7,9 +7,10 @@ steer it (`reply`, `status`, `delay_s` before the first piece, `stall_s` after t
 and read what Parley sent (`requests`, with the Authorization header of each).
 
 A request without `"stream": true` (the work after a call: summaries, extractions,
-evaluations) gets one whole `chat.completion` whose content is the answer's text pieces
-joined, after `delay_s`; `rounds` scripts those too, one per request, and each request's
-body (its `response_format` included) is in `requests`.
+evaluations; replays) gets one whole `chat.completion` whose content is the answer's text
+pieces joined, with the round's calls as `message.tool_calls`, after `delay_s`; `rounds`
+scripts those too, one per request, and each request's body (its `response_format`
+included) is in `requests`.
 
 Tool calls (function calling, streamed as OpenAI does): `rounds` is a queue of scripted
 answers, one taken per request (text pieces, then calls, each call's arguments split over
@@ -134,6 +135,16 @@ class _Handler(BaseHTTPRequestHandler):
         """One `chat.completion`, not streamed: the answer's text in one message."""
         time.sleep(script.delay_s)
         answer = script.answer(body)
+        message: dict[str, Any] = {"role": "assistant", "content": "".join(answer.text)}
+        if answer.calls:
+            message["tool_calls"] = [
+                {
+                    "id": call.id or f"call_{index}",
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": "".join(call.arguments)},
+                }
+                for index, call in enumerate(answer.calls)
+            ]
         completion = {
             "id": "chatcmpl-test",
             "object": "chat.completion",
@@ -142,8 +153,8 @@ class _Handler(BaseHTTPRequestHandler):
             "choices": [
                 {
                     "index": 0,
-                    "message": {"role": "assistant", "content": "".join(answer.text)},
-                    "finish_reason": "stop",
+                    "message": message,
+                    "finish_reason": "tool_calls" if answer.calls else "stop",
                 }
             ],
             "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},

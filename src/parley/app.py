@@ -30,6 +30,7 @@ from parley.api.routes import (
     extraction_schemas,
     health,
     projects,
+    responses,
     session_tokens,
     sip,
     storage_policies,
@@ -162,6 +163,7 @@ def create_app(
         sip.router,
         conversations.router,
         analysis.router,
+        responses.router,
         telephony.router,
         telephony_ws.router,
     )

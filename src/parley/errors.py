@@ -10,6 +10,7 @@
      │    ├── UnknownTool, UndeclaredTemplateVariable, MissingTemplateVariable
      │    ├── UnknownExtractionSchema, UnknownEvalPrompt (an agent's lists, API.md 16)
      │    ├── WouldLockOut (an IP allowlist without its own caller, API.md 17)
+     │    ├── NotAnAssistantItem (a replay of a user's item, API.md 17)
      ├── Unauthorized .............. no usable credential
      │    └── InvalidToken, InvalidSignature, InvalidAudience, TokenExpired,
      │        TokenNotYetValid (parley.jwt.errors)
@@ -24,11 +25,13 @@
      │        (ConversationNotStarted), SessionTokenNotFound, ToolNotFound,
      │        TelephonyNotConfigured
      │        WebhookNotFound, DeliveryNotFound, StoragePolicyNotFound,
-     │        ExtractionSchemaNotFound, EvalPromptNotFound, VoiceNotFound
+     │        ExtractionSchemaNotFound, EvalPromptNotFound, VoiceNotFound,
+     │        ConversationItemNotFound
      ├── Conflict .................. the request clashes with stored state
      │    └── NameTaken, AgentDisabled, PhoneNumberTaken, ProjectNotEmpty, ProjectProtected,
      │        ConversationExists, ConversationEnded, IssuerTaken, JtiReplayed, ToolInUse,
-     │        AccountTaken, StoragePolicyInUse, SchemaInUse, NoLanguageModel, NoTranscript
+     │        AccountTaken, StoragePolicyInUse, SchemaInUse, NoLanguageModel, NoTranscript,
+     │        NoRecording
      ├── PayloadTooLarge
      ├── RateLimited ............... carries retry_after (seconds)
      │    └── TooManyActiveConversations (a project's or workspace's cap, API.md 17)
@@ -155,6 +158,13 @@ class NotSupported(InvalidRequest):
     message = "This is not supported."
 
 
+class NotAnAssistantItem(InvalidRequest):
+    """`conversation_items.replay` of an item the user said (API.md section 17)."""
+
+    code = "not_an_assistant_item"
+    message = "Only an assistant's item can be replayed: this one is the user's."
+
+
 class NoPhoneNumber(InvalidRequest):
     """An outbound call's agent has no number to call from, or the number given is not one
     of its own (API.md section 15)."""
@@ -241,6 +251,11 @@ class ApiKeyNotFound(NotFound):
 class ConversationNotFound(NotFound):
     code = "conversation_not_found"
     message = "Conversation not found."
+
+
+class ConversationItemNotFound(NotFound):
+    code = "conversation_item_not_found"
+    message = "Conversation item not found."
 
 
 class ConversationNotStarted(ConversationNotFound):
@@ -388,6 +403,13 @@ class NoTranscript(Conflict):
         "The conversation keeps no transcript (deleted, or zero data retention): there is "
         "nothing to read."
     )
+
+
+class NoRecording(Conflict):
+    """`conversations.replay` of a conversation without a recording (API.md section 17)."""
+
+    code = "no_recording"
+    message = "The conversation has no recording to replay (not recorded, or deleted)."
 
 
 class AccountTaken(Conflict):

@@ -402,6 +402,8 @@ class ConversationItem:
     text: str
     created_at: datetime
     tool_calls: tuple[ToolCall, ...] = ()
+    id: str = ""
+    """`item_…` (API.md section 17); "" only for an item not read from the database."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -451,6 +453,13 @@ class Conversation:
     zero_data_retention: bool = False
     """Whether it went live under zero data retention (API.md section 16): no item text,
     recording or summary of it is ever stored."""
+    workspace: str = ""
+    """Its organization's name (the SDK's `workspace`)."""
+    language: str | None = None
+    audio_format: str | None = None
+    """Its agent's `language` and `audio_format`; None without an agent."""
+    replay_of: str | None = None
+    """The conversation whose recording it replays (`conversations.replay`); else None."""
 
     @property
     def duration_ms(self) -> int | None:

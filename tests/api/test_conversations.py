@@ -22,7 +22,7 @@ async def test_create_conversation_pending_with_service_id(
     conversation = response.json()["conversation"]
     assert conversation["id"].startswith("conv_")
     assert conversation["status"] == "pending"
-    assert conversation["agent"] == {"id": agent["id"], "name": agent["name"]}
+    assert conversation["agent"] == {"id": agent["id"], "name": agent["name"], "is_deleted": False}
     assert conversation["project"] == agent["project"]
     assert conversation["project"]["name"] == "main"
     assert conversation["items"] == []

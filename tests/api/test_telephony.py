@@ -253,7 +253,7 @@ async def test_voice_webhook_signed_call_connects_a_pending_conversation(
     assert response.status_code == 200, response.text
     conversation = response.json()["conversation"]
     assert conversation["status"] == "pending"
-    assert conversation["agent"] == {"id": agent["id"], "name": agent["name"]}
+    assert conversation["agent"] == {"id": agent["id"], "name": agent["name"], "is_deleted": False}
     assert conversation["call_info"] == {
         "from_phone_number": "+15105550199",
         "to_phone_number": NUMBER,

@@ -121,7 +121,7 @@ async def test_transfer_to_agent_goes_on_with_its_prompt_tools_voice_and_welcome
     assert after["messages"][0] == {"role": "system", "content": "You are the billing desk."}
     assert [tool["function"]["name"] for tool in after["tools"]] == ["natural_conversation_ending"]
     conversation = await stored(customer, "transfer-agent-1")
-    assert conversation["agent"] == {"id": billing_id, "name": "billing"}
+    assert conversation["agent"] == {"id": billing_id, "name": "billing", "is_deleted": False}
     (event,) = await transferred_events(hooks)
     assert event["event_type"] == "conversation.transferred"
     assert event["data"]["transferred_to"] == {"agent": {"id": billing_id, "name": "billing"}}

@@ -6,21 +6,16 @@ from datetime import UTC, datetime
 from typing import Literal, cast
 
 from parley.api.schemas import (
-    AgentRefOut,
-    AnalysisOut,
     CallInfoOut,
-    ConversationItemOut,
     ConversationOut,
-    DeletionInfoOut,
-    EndedBy,
     JwtConfigOut,
     JwtKeyOut,
-    ProjectRefOut,
     ToolCallOut,
     ToolRefOut,
 )
-from parley.clock import isoformat, isoformat_or_none
+from parley.clock import isoformat
 from parley.records import CallInfo, Conversation, ToolCall
+from parley.services.event_payloads import conversation_json
 from parley.services.jwt_config import JwtConfigView
 
 
@@ -44,48 +39,9 @@ def jwt_config_out(view: JwtConfigView) -> JwtConfigOut:
 
 
 def conversation_out(conversation: Conversation) -> ConversationOut:
-    """The conversation as API.md section 5 shows it.
-
-    `ended_by` is null until the conversation ends; `analysis` holds what its socket
-    measured (stored when it ends). `call_info` is set for phone calls (API.md section 13).
-    """
-    agent = conversation.agent
-    project = conversation.project
-    return ConversationOut(
-        id=conversation.id,
-        agent=AgentRefOut(id=agent.id, name=agent.name) if agent else None,
-        project=ProjectRefOut(id=project.id, name=project.name) if project else None,
-        status=cast(Literal["pending", "live", "ended"], conversation.status),
-        end_user=conversation.end_user,
-        external_id=conversation.external_id,
-        started_at=isoformat(conversation.started_at) if conversation.started_at else None,
-        ended_at=isoformat(conversation.ended_at) if conversation.ended_at else None,
-        ended_by=cast(EndedBy | None, conversation.ended_by),
-        duration_ms=conversation.duration_ms,
-        call_info=call_info_out(conversation.call_info),
-        template_variables=dict(conversation.template_variables),
-        analysis=AnalysisOut(
-            latencies_ms=list(conversation.latencies_ms),
-            interruptions_count=conversation.interruptions_count,
-        ),
-        audio_url=conversation.audio_url,
-        deletion_info=DeletionInfoOut(
-            transcripts_deleted_at=isoformat_or_none(conversation.transcripts_deleted_at),
-            audio_recordings_deleted_at=isoformat_or_none(conversation.audio_deleted_at),
-        ),
-        summary=conversation.summary,
-        is_redacted=conversation.is_redacted,
-        created_at=isoformat(conversation.created_at),
-        items=[
-            ConversationItemOut(
-                role=cast(Literal["user", "assistant"], item.role),
-                text=item.text,
-                created_at=isoformat(item.created_at),
-                tool_calls=[tool_call_out(call) for call in item.tool_calls],
-            )
-            for item in conversation.items
-        ],
-    )
+    """The conversation as API.md sections 5 and 17 show it: the wire shape's one home is
+    services/event_payloads.py (webhooks carry the same JSON)."""
+    return ConversationOut.model_validate(conversation_json(conversation))
 
 
 def call_info_out(info: CallInfo | None) -> CallInfoOut | None:

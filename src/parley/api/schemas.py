@@ -786,10 +786,24 @@ class ToolCallOut(BaseModel):
 
 
 class ConversationItemOut(BaseModel):
+    """An item (API.md section 5), with the official SDK's `ConversationItem` members."""
+
+    id: str = Field(description="`item_…`: stable, for `POST /v1/conversation_items/{id}/replay`.")
+    item_idx: int = Field(description="Its place in the conversation, from 0.")
     role: Literal["user", "assistant"]
     text: str
+    live_transcript: str = Field(description="The SDK's name of `text`.")
+    post_call_transcript: None = Field(description="Always null: no second transcription.")
+    duration_ms: int = Field(description="0: Parley does not measure an item's duration.")
+    started_at: Timestamp = Field(description="The SDK's name of `created_at`.")
     created_at: Timestamp
     tool_calls: list[ToolCallOut]
+
+
+class ConversationAgentOut(BaseModel):
+    id: str
+    name: str
+    is_deleted: bool = Field(description="Always false: a deleted agent's conversations show null.")
 
 
 class CallInfoOut(BaseModel):
@@ -800,6 +814,7 @@ class CallInfoOut(BaseModel):
 
 
 class AnalysisOut(BaseModel):
+    id: str = Field(description="The conversation's ID (the SDK's analysis ID).")
     latencies_ms: list[int]
     interruptions_count: int
 
@@ -833,7 +848,7 @@ class DeletionInfoOut(BaseModel):
 
 class ConversationOut(BaseModel):
     id: str
-    agent: AgentRefOut | None
+    agent: ConversationAgentOut | None
     project: ProjectRefOut | None
     status: Literal["pending", "live", "ended"]
     end_user: str | None
@@ -853,6 +868,24 @@ class ConversationOut(BaseModel):
     is_redacted: bool
     """It ran with `enable_redaction` (API.md section 16)."""
     created_at: Timestamp
+    # The official SDK's `Conversation` members (API.md section 17), each saying what Parley
+    # does: services/event_payloads.py `sdk_members` is their one home.
+    workspace: str = Field(description="The organization's name.")
+    origin: Literal["direct", "inbound", "outbound", "replay"]
+    model: Literal["parley"]
+    generate_welcome_message: bool
+    is_welcome_message_interruptible: bool
+    listen_only: bool
+    input_format: str
+    output_format: str
+    background_noise_level: float
+    pronunciation_dictionary: list[dict[str, str]]
+    min_words_to_interrupt: int
+    default_language: str
+    multilingual_mode: Literal["auto"]
+    push_to_talk: bool
+    task_results: dict[str, Any]
+    replay_of: str | None = Field(description="The conversation it replays (`origin` replay).")
     items: list[ConversationItemOut]
 
 
@@ -860,9 +893,15 @@ class ConversationEnvelope(BaseModel):
     conversation: ConversationOut
 
 
+class PaginationOut(BaseModel):
+    prev_cursor: str | None = Field(description="A conversation ID: pass it as `before`.")
+    next_cursor: str | None = Field(description="A conversation ID: pass it as `after`.")
+
+
 class ConversationList(BaseModel):
     conversations: list[ConversationOut]
-    next_cursor: str | None
+    next_cursor: str | None = Field(description="Pass it as `cursor` (API.md section 5).")
+    pagination: PaginationOut = Field(description="The official SDK's cursors (section 17).")
 
 
 # --- session tokens ---------------------------------------------------------------------

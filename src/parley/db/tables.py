@@ -332,6 +332,10 @@ class ConversationRow(Base):
     """A few sentences by the language model (API.md section 16); None until written."""
     post_call_due_at: Mapped[datetime | None] = mapped_column(index=True)
     """When the work after the call is due (services/post_call.py); None once it is done."""
+    duration_ms: Mapped[int | None] = mapped_column(Integer)
+    """Milliseconds from start to end, stored when it ends (the list's duration filters)."""
+    replay_of: Mapped[str | None] = mapped_column(String(128))
+    """The conversation whose recording it replays (`conversations.replay`); else None."""
 
     __table_args__ = (
         Index("ix_conversations_org_id_created_at", "org_id", "created_at"),
@@ -339,6 +343,9 @@ class ConversationRow(Base):
         Index("ix_conversations_transcripts_due_at", "transcripts_due_at"),
         Index("ix_conversations_audio_due_at", "audio_due_at"),
         Index("ix_conversations_status_instance_id", "status", "instance_id"),
+        Index("ix_conversations_org_id_external_id", "org_id", "external_id"),
+        Index("ix_conversations_org_id_started_at", "org_id", "started_at"),
+        Index("ix_conversations_org_id_duration_ms", "org_id", "duration_ms"),
     )
 
 
@@ -440,6 +447,8 @@ class ConversationItemRow(Base):
     tool_calls: Mapped[list[dict[str, Any]]] = mapped_column(JSON, server_default="[]")
     """The tool calls of the turn (API.md section 12's ToolCall, as JSON objects)."""
     created_at: Mapped[datetime] = mapped_column()
+    item_id: Mapped[str | None] = mapped_column(String(40))
+    """`item_…` (API.md section 17); every row has one (0024 gave the older ones theirs)."""
 
     __table_args__ = (
         ForeignKeyConstraint(
@@ -449,6 +458,7 @@ class ConversationItemRow(Base):
             name="fk_conversation_items_conversation",
         ),
         Index("ix_conversation_items_conversation", "org_id", "conversation_id", "id"),
+        Index("ix_conversation_items_item_id", "item_id", unique=True),
     )
 
 

@@ -62,7 +62,12 @@ from parley.engine.errors import (
 from parley.engine.factory import DefaultEngineFactory, build_engine_factory
 from parley.engine.options import EngineOptions, LlmOptions
 from parley.engine.recognizers import PlaceholderRecognizer, WhisperRecognizer, check_model_dir
-from parley.engine.replies import ChatCompletionReplies, ChatCompletions, RuleBasedReplies
+from parley.engine.replies import (
+    ChatCompletionReplies,
+    ChatCompletions,
+    ModelAnswer,
+    RuleBasedReplies,
+)
 from parley.engine.semantic import SemanticParams, SmartTurn, installed_turn_model
 from parley.engine.spoken import sentences_of, spoken, wav_file
 from parley.engine.synthesizers import EspeakSynthesizer, HibariSynthesizer, load_synthesizer
@@ -128,6 +133,7 @@ __all__ = [
     "KeypadPressed",
     "LanguageModelRefused",
     "LlmOptions",
+    "ModelAnswer",
     "NoTools",
     "PlaceholderRecognizer",
     "Recognizer",

@@ -27,6 +27,7 @@ DEFAULT_PUBLIC_URL = "http://127.0.0.1:8000"
 
 if TYPE_CHECKING:
     # Annotations only: the operator commands import this module without loading them.
+    from parley.engine import ModelAnswer, ToolDefinition, Turn
     from parley.jwt import (
         IssuerPolicy,
         IssuerResolver,
@@ -88,6 +89,18 @@ class LanguageModel(Protocol):
     ) -> str:
         """Return the text of the answer; raise Unavailable when the model cannot be reached
         or does not answer in time, an UpstreamError when it refuses the request."""
+        ...
+
+    async def respond(
+        self,
+        *,
+        system_prompt: str,
+        history: Sequence[Turn],
+        tools: Sequence[ToolDefinition] = (),
+        max_tokens: int | None = None,
+    ) -> ModelAnswer:
+        """Return the next turn's text and the tool calls it makes, offered `tools` (API.md
+        section 17's replays); failures as `complete`'s."""
         ...
 
 

@@ -9,13 +9,11 @@ with its conversation.ended, is services/endings.py's.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 
 from parley import metrics
 from parley.clock import utcnow
 from parley.db.repos import agents as agent_repo
 from parley.db.repos import conversations as conversation_repo
-from parley.db.repos import projects as project_repo
 from parley.errors import (
     AgentDisabled,
     ConversationEnded,
@@ -27,11 +25,11 @@ from parley.errors import (
 )
 from parley.ids import CONVERSATION_ID_RULE, is_valid_conversation_id, new_id
 from parley.records import Actor, Agent, Conversation, Page, RetentionPolicy, Status, ToolCall
-from parley.services import active_conversations, endings, events, recordings
+from parley.services import active_conversations, conversation_list, endings, events, recordings
 from parley.services.agents import find_agent
 from parley.services.context import Context
+from parley.services.conversation_list import ListQuery
 from parley.services.event_payloads import conversation_event_data
-from parley.services.paging import page_of
 
 
 def check_conversation_id(conversation_id: str, *, field: str = "id") -> str:
@@ -48,8 +46,10 @@ async def create_conversation(
     agent: str,
     project: str | None,
     conversation_id: str | None,
+    replay_of: str | None = None,
 ) -> Conversation:
-    """Create a `pending` conversation with an agent; 409 if the agent is disabled."""
+    """Create a `pending` conversation with an agent; 409 if the agent is disabled.
+    `replay_of`: the conversation whose recording it replays (`conversations.replay`)."""
     if conversation_id is not None:
         check_conversation_id(conversation_id)
     async with ctx.db.transaction(conversation_repo.UNIQUE_VIOLATIONS) as session:
@@ -69,6 +69,7 @@ async def create_conversation(
             agent_id=found.id,
             project=agent_record.project,
             at=utcnow(ctx.clock),
+            replay_of=replay_of,
         )
         return await conversation_repo.load(session, created)
 
@@ -101,31 +102,13 @@ async def list_conversations(
     cursor: str | None,
     limit: int,
 ) -> Page[Conversation]:
-    """List conversations, oldest first; `only_ids` restricts a session token's view.
-
-    `project` (a name or an ID) is resolved as the agent listing resolves it: 404 when the
-    organization has no such project, 403 for another organization's project ID; empty or
-    None, every project.
-    """
-    async with ctx.db.read() as session:
-        project_id = None
-        if project:
-            in_project = await project_repo.resolve(session, org_id, project)
-            project, project_id = in_project.name, in_project.id
-        agent_id = None
-        if agent is not None:
-            agent_id = (await find_agent(session, org_id, agent, project)).id
-        found = await conversation_repo.list_page(
-            session,
-            org_id,
-            project_id=project_id,
-            agent_id=agent_id,
-            only_ids=sorted(only_ids) if only_ids is not None else None,
-            cursor=cursor,
-            limit=limit,
-        )
-    page = page_of(found, limit=limit)
-    return replace(page, items=await recordings.with_audio_urls(ctx, page.items))
+    """List conversations, oldest first, by section 5's parameters alone (the API's full
+    listing, with the SDK's filters, is services/conversation_list.py)."""
+    query = ListQuery(project=project, agent=agent, cursor=cursor, limit=limit)
+    page = await conversation_list.list_conversations(
+        ctx, org_id=org_id, query=query, only_ids=only_ids
+    )
+    return Page(items=page.items, next_cursor=page.next_cursor)
 
 
 async def end_conversation(

@@ -100,6 +100,9 @@ STREAM_NEVER_STARTED = Ending(EndedBy.TIMEOUT, CloseCode.NORMAL, "conversation e
 CALL_NEVER_LIVE = Ending(EndedBy.ERROR, CloseCode.POLICY_VIOLATION, "call never went live")
 """A call's stream was redeemed but its conversation could not go live (agent disabled
 meanwhile, a store down): it must not stay `pending` with its token used up."""
+REPLAY_NEVER_LIVE = Ending(EndedBy.ERROR, CloseCode.POLICY_VIOLATION, "replay never went live")
+"""A replay (`conversations.replay`) whose conversation could not go live (its agent
+disabled meanwhile, a store down): it must not stay `pending`."""
 
 # Endings of section 15 (outbound calls, transfers, silence).
 BUSY = Ending(EndedBy.BUSY, CloseCode.NORMAL, "conversation ended")

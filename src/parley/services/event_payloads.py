@@ -16,6 +16,7 @@ from parley.records import (
     CallInfo,
     ConfigurationEndpoint,
     Conversation,
+    ConversationItem,
     Evaluation,
     Extraction,
     ToolCall,
@@ -92,11 +93,12 @@ def configuration_endpoint_json(endpoint: ConfigurationEndpoint | None) -> JsonO
 
 
 def conversation_json(conversation: Conversation) -> JsonObject:
-    """A conversation, with its items, as `GET /v1/conversations/{id}` shows it."""
+    """A conversation, with its items, as `GET /v1/conversations/{id}` shows it: API.md
+    section 5's members and the official SDK's `Conversation` (section 17; `sdk_members`)."""
     agent, project = conversation.agent, conversation.project
     return {
         "id": conversation.id,
-        "agent": {"id": agent.id, "name": agent.name} if agent else None,
+        "agent": {"id": agent.id, "name": agent.name, "is_deleted": False} if agent else None,
         "project": {"id": project.id, "name": project.name} if project else None,
         "status": conversation.status,
         "end_user": conversation.end_user,
@@ -108,6 +110,7 @@ def conversation_json(conversation: Conversation) -> JsonObject:
         "call_info": call_info_json(conversation.call_info),
         "template_variables": dict(conversation.template_variables),
         "analysis": {
+            "id": conversation.id,
             "latencies_ms": list(conversation.latencies_ms),
             "interruptions_count": conversation.interruptions_count,
         },
@@ -119,15 +122,59 @@ def conversation_json(conversation: Conversation) -> JsonObject:
         "summary": conversation.summary,
         "is_redacted": conversation.is_redacted,
         "created_at": isoformat(conversation.created_at),
-        "items": [
-            {
-                "role": item.role,
-                "text": item.text,
-                "created_at": isoformat(item.created_at),
-                "tool_calls": [_tool_call_json(call) for call in item.tool_calls],
-            }
-            for item in conversation.items
-        ],
+        **sdk_members(conversation),
+        "items": [item_json(index, item) for index, item in enumerate(conversation.items)],
+    }
+
+
+def origin_of(conversation: Conversation) -> str:
+    """The SDK's `origin`: `replay` (`conversations.replay`), `inbound` or `outbound` (a
+    phone call), else `direct` (the WebSocket)."""
+    if conversation.replay_of is not None:
+        return "replay"
+    if conversation.call_info is not None:
+        return conversation.call_info.direction
+    return "direct"
+
+
+def sdk_members(conversation: Conversation) -> JsonObject:
+    """The members the official SDK's `Conversation` requires beyond section 5's, each
+    with the value that says what Parley does (API.md section 17)."""
+    audio_format = "mulaw_8000" if conversation.call_info else conversation.audio_format
+    return {
+        "workspace": conversation.workspace,
+        "origin": origin_of(conversation),
+        "model": "parley",
+        "generate_welcome_message": False,
+        "is_welcome_message_interruptible": True,
+        "listen_only": False,
+        "input_format": audio_format or "pcm_16000",
+        "output_format": audio_format or "pcm_16000",
+        "background_noise_level": 0.0,
+        "pronunciation_dictionary": [],
+        "min_words_to_interrupt": 1,
+        "default_language": conversation.language or "en",
+        "multilingual_mode": "auto",
+        "push_to_talk": False,
+        "task_results": {},
+        "replay_of": conversation.replay_of,
+    }
+
+
+def item_json(index: int, item: ConversationItem) -> JsonObject:
+    """One item: section 5's members and the SDK's `ConversationItem` (section 17)."""
+    at = isoformat(item.created_at)
+    return {
+        "id": item.id,
+        "item_idx": index,
+        "role": item.role,
+        "text": item.text,
+        "live_transcript": item.text,
+        "post_call_transcript": None,
+        "duration_ms": 0,
+        "started_at": at,
+        "created_at": at,
+        "tool_calls": [_tool_call_json(call) for call in item.tool_calls],
     }
 
 

@@ -97,3 +97,41 @@ async def test_completions_client_made_once_and_only_when_asked(chat: ChatServer
     await model.aclose()  # nothing made yet: nothing to close
     await ask(model)
     assert len(chat.requests) == 1
+
+
+async def test_completions_respond_sends_history_and_tools_returns_calls(chat: ChatServer) -> None:
+    """`respond` (the replays of API.md section 17): the live reply's messages and tools
+    are sent, not streamed; the text and every call come back, in order, and nothing is
+    run."""
+    from tests.llm_server import Call, Round
+
+    from parley.engine import ToolCallPart, ToolDefinition, Turn
+
+    chat.script.rounds.append(
+        Round(
+            text=["Checking."],
+            calls=[Call("lookup", ['{"city": "Oslo"}'], id="call_a"), Call("lookup", id="call_b")],
+        )
+    )
+    lookup = ToolDefinition(
+        name="lookup", description="Find.", parameters={"type": "object", "properties": {}}
+    )
+    history = [
+        Turn("user", "Hi."),
+        Turn("assistant", "", tool_calls=(ToolCallPart("t1", "lookup", "{}"),)),
+        Turn("tool", '{"found": false}', tool_call_id="t1"),
+    ]
+    model = client(chat)
+    try:
+        answer = await model.respond(system_prompt="Help.", history=history, tools=[lookup])
+    finally:
+        await model.aclose()
+    assert answer.text == "Checking."
+    assert [(c.id, c.name, c.arguments) for c in answer.tool_calls] == [
+        ("call_a", "lookup", '{"city": "Oslo"}'),
+        ("call_b", "lookup", "{}"),
+    ]
+    (sent,) = chat.requests
+    assert sent.body["stream"] is False
+    assert [m["role"] for m in sent.body["messages"]] == ["system", "user", "assistant", "tool"]
+    assert [t["function"]["name"] for t in sent.body["tools"]] == ["lookup"]

@@ -19,10 +19,11 @@ from parley.db.tables import (
     ConversationItemRow,
     ConversationRow,
     InstanceRow,
+    OrganizationRow,
     RecordingUploadRow,
 )
 from parley.errors import ConversationExists
-from parley.ids import is_valid_conversation_id
+from parley.ids import is_valid_conversation_id, new_id
 from parley.records import (
     AgentRef,
     CallInfo,
@@ -81,6 +82,7 @@ class ConversationState:
     audio_due_at: datetime | None = None
     summary: str | None = None
     redacted: bool = False
+    replay_of: str | None = None
 
 
 COLUMNS = tuple(field.name for field in fields(ConversationState))
@@ -122,19 +124,54 @@ def to_state(row: ConversationRow) -> ConversationState:
         audio_due_at=row.audio_due_at,
         summary=row.summary,
         redacted=bool(row.redacted),
+        replay_of=row.replay_of,
     )
 
 
 _CONVERSATIONS = ConversationRow.__table__
 _ITEMS = ConversationItemRow.__table__
 _AGENTS = AgentRow.__table__
+_ORGS = OrganizationRow.__table__
+
+
+@dataclass(frozen=True, slots=True)
+class Joined:
+    """What a conversation's record shows of the rows it refers to: its organization's name
+    and its agent's name, language and audio format (each None without an agent)."""
+
+    workspace: str = ""
+    agent_name: str | None = None
+    language: str | None = None
+    audio_format: str | None = None
+
+    @classmethod
+    def of(cls, row: Any) -> Joined:
+        """From a row with the columns `JOINED_COLUMNS` labels."""
+        return cls(row.workspace or "", row.agent_name, row.agent_language, row.agent_format)
+
+
+JOINED_COLUMNS = (
+    OrganizationRow.name.label("workspace"),
+    AgentRow.name.label("agent_name"),
+    AgentRow.language.label("agent_language"),
+    AgentRow.audio_format.label("agent_format"),
+)
+"""Select these, outer-joined (`with_joined`), and read them with `Joined.of`."""
+
+
+def with_joined(query: SelectT) -> SelectT:
+    """`query` over conversations, outer-joined to the rows `JOINED_COLUMNS` read."""
+    return query.outerjoin(AgentRow, AgentRow.id == ConversationRow.agent_id).outerjoin(
+        OrganizationRow, OrganizationRow.id == ConversationRow.org_id
+    )
 
 
 def to_record(
     row: ConversationRow | ConversationState | Row[Any],
-    agent_name: str | None,
+    joined: Joined,
     items: Sequence[ConversationItem],
 ) -> Conversation:
+    agent_name = joined.agent_name
     agent = AgentRef(id=row.agent_id, name=agent_name) if row.agent_id and agent_name else None
     project = None
     if row.project_id and row.project_name:
@@ -166,6 +203,10 @@ def to_record(
         summary=row.summary,
         is_redacted=bool(row.redacted),
         zero_data_retention=RetentionPolicy.from_json(row.retention).zero_data_retention,
+        workspace=joined.workspace,
+        language=joined.language if row.agent_id else None,
+        audio_format=joined.audio_format if row.agent_id else None,
+        replay_of=row.replay_of,
     )
 
 
@@ -235,24 +276,30 @@ def _assembled(found: Sequence[Row[Any]]) -> Conversation | None:
             text=row.item_text,
             created_at=row.item_created_at,
             tool_calls=tool_calls_from_json(row.item_tool_calls),
+            id=row.item_id or "",
         )
         for row in found
         if row.item_role is not None
     ]
-    return to_record(found[0], found[0].agent_name, items)
+    return to_record(found[0], Joined.of(found[0]), items)
 
 
 # Built once, with bound parameters, so its cache key is computed once (docs/performance.md).
 _READ = (
     select(
         _CONVERSATIONS,
+        _ORGS.c.name.label("workspace"),
         _AGENTS.c.name.label("agent_name"),
+        _AGENTS.c.language.label("agent_language"),
+        _AGENTS.c.audio_format.label("agent_format"),
+        _ITEMS.c.item_id.label("item_id"),
         _ITEMS.c.role.label("item_role"),
         _ITEMS.c.text.label("item_text"),
         _ITEMS.c.created_at.label("item_created_at"),
         _ITEMS.c.tool_calls.label("item_tool_calls"),
     )
     .outerjoin(_AGENTS, _AGENTS.c.id == _CONVERSATIONS.c.agent_id)
+    .outerjoin(_ORGS, _ORGS.c.id == _CONVERSATIONS.c.org_id)
     .outerjoin(
         _ITEMS,
         and_(
@@ -292,13 +339,17 @@ async def status_of(
 
 async def load(session: AsyncSession, state: ConversationState) -> Conversation:
     """Return the record of a conversation, with its agent's name and its items."""
-    agent_name = None
-    if state.agent_id:
-        agent_name = await session.scalar(
-            select(AgentRow.name).where(AgentRow.id == state.agent_id)
-        )
+    # By the state's own agent (a change of it may not be written yet), in one statement.
+    query = (
+        select(*JOINED_COLUMNS)
+        .select_from(OrganizationRow)
+        .outerjoin(AgentRow, AgentRow.id == state.agent_id)
+        .where(OrganizationRow.id == state.org_id)
+    )
+    found = (await session.execute(query)).first()
+    joined = Joined.of(found) if found is not None else Joined()
     items = (await items_of(session, state.org_id, [state.id])).get(state.id, [])
-    return to_record(state, agent_name, items)
+    return to_record(state, joined, items)
 
 
 async def items_of(
@@ -320,6 +371,7 @@ async def items_of(
                 text=item.text,
                 created_at=item.created_at,
                 tool_calls=tool_calls_from_json(item.tool_calls),
+                id=item.item_id or "",
             )
         )
     return found
@@ -335,9 +387,11 @@ async def create(
     at: datetime,
     call_info: CallInfo | None = None,
     call_settings: Mapping[str, Any] | None = None,
+    replay_of: str | None = None,
 ) -> ConversationState:
     """Insert a `pending` conversation of an agent (of a phone call, given `call_info`; an
-    outbound call's `config` overrides, given `call_settings`)."""
+    outbound call's `config` overrides, given `call_settings`; the conversation whose
+    recording it replays, given `replay_of`)."""
     state = ConversationState(
         org_id=org_id,
         id=conversation_id,
@@ -356,6 +410,7 @@ async def create(
         twilio_call_sid=call_info.twilio_call_sid if call_info else None,
         call_direction=call_info.direction if call_info else None,
         call_settings=dict(call_settings) if call_settings is not None else None,
+        replay_of=replay_of,
     )
     await session.execute(insert(ConversationRow).values(**_columns(state)))
     return state
@@ -420,10 +475,21 @@ async def end(
             ConversationRow.status != Status.ENDED,
         )
         .values(status=Status.ENDED, ended_at=at, ended_by=ended_by, **how)
-        .returning(ConversationRow.id)
+        .returning(ConversationRow.started_at)
         .execution_options(synchronize_session=False)
     )
-    return result.first() is not None
+    ended = result.first()
+    if ended is None:
+        return False
+    if ended.started_at is not None:  # stored for the list's duration filters
+        elapsed = round((at - ended.started_at).total_seconds() * 1000)
+        await session.execute(
+            update(ConversationRow)
+            .where(ConversationRow.org_id == org_id, ConversationRow.id == conversation_id)
+            .values(duration_ms=elapsed)
+            .execution_options(synchronize_session=False)
+        )
+    return True
 
 
 async def set_external_id(
@@ -701,6 +767,16 @@ async def _write_changes(
         )
 
 
+async def item_owner(session: AsyncSession, org_id: str, item_id: str) -> str | None:
+    """The ID of the conversation of the organization's item `item_id`, or None."""
+    owner: str | None = await session.scalar(
+        select(ConversationItemRow.conversation_id).where(
+            ConversationItemRow.item_id == item_id, ConversationItemRow.org_id == org_id
+        )
+    )
+    return owner
+
+
 async def add_item(
     session: AsyncSession,
     *,
@@ -713,6 +789,7 @@ async def add_item(
 ) -> None:
     session.add(
         ConversationItemRow(
+            item_id=new_id("item"),
             org_id=org_id,
             conversation_id=conversation_id,
             role=role,
@@ -800,9 +877,7 @@ async def list_page(
 ) -> list[Conversation]:
     """Up to `limit` + 1 conversations after `cursor`, oldest first (the API's order) or
     newest first (the dashboard's)."""
-    query = select(ConversationRow, AgentRow.name).outerjoin(
-        AgentRow, AgentRow.id == ConversationRow.agent_id
-    )
+    query = with_joined(select(ConversationRow, *JOINED_COLUMNS))
     query = query.where(ConversationRow.org_id == org_id)
     if project_id is not None:
         query = query.where(ConversationRow.project_id == project_id)
@@ -820,9 +895,15 @@ async def list_page(
             cursor=cursor,
             limit=limit,
         )
+    return await records_of(session, org_id, query)
+
+
+async def records_of(session: AsyncSession, org_id: str, query: SelectT) -> list[Conversation]:
+    """Run a query of (ConversationRow, *JOINED_COLUMNS) rows; return them as records, with
+    their items (one more statement for all of them)."""
     rows = (await session.execute(query)).all()
-    items = await items_of(session, org_id, [row.id for row, _ in rows])
-    return [to_record(row, name, items.get(row.id, [])) for row, name in rows]
+    items = await items_of(session, org_id, [row[0].id for row in rows])
+    return [to_record(row[0], Joined.of(row), items.get(row[0].id, [])) for row in rows]
 
 
 def _newest_first(query: SelectT, *, cursor: str | None, limit: int) -> SelectT:

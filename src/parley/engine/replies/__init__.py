@@ -1,7 +1,7 @@
 """Reply generators: rule-based (offline, the default) and an OpenAI-compatible model; and
 that model's whole answers (`ChatCompletions`), for the work after a call."""
 
-from parley.engine.replies.completions import ChatCompletions
+from parley.engine.replies.completions import ChatCompletions, ModelAnswer
 from parley.engine.replies.openai_chat import ChatCompletionReplies
 from parley.engine.replies.rules import FAREWELL, RuleBasedReplies, welcome_message
 
@@ -9,6 +9,7 @@ __all__ = [
     "FAREWELL",
     "ChatCompletionReplies",
     "ChatCompletions",
+    "ModelAnswer",
     "RuleBasedReplies",
     "welcome_message",
 ]

@@ -1,5 +1,6 @@
 """Whole answers from the language model (PARLEY_LLM_*), not streamed: what the work after a
-call asks of it (API.md section 16: summaries, extractions, evaluations).
+call asks of it (API.md section 16: summaries, extractions, evaluations), and the replies
+that replays ask for, with the tool calls they would make (section 17: `respond`).
 
 One chat-completions request per call of `complete`, through the official `openai` client,
 optionally with a `response_format` (a JSON Schema the answer must follow); the answer's
@@ -18,11 +19,16 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from secrets import token_hex
 from typing import Any
 
 import anyio
 
+from parley.engine.base import ToolCallPart, Turn
 from parley.engine.errors import LanguageModelRefused
+from parley.engine.replies.tool_calls import history_messages, tool_spec
+from parley.engine.tools import ToolDefinition
 from parley.errors import Unavailable
 
 logger = logging.getLogger(__name__)
@@ -58,11 +64,32 @@ class ChatCompletions:
         max_tokens: int | None = None,
     ) -> str:
         """Return the text of the model's answer to `messages` ("" when it has none)."""
-        from openai import APIStatusError, OpenAIError
-
         extra: dict[str, Any] = {}
         if response_format is not None:
             extra["response_format"] = dict(response_format)
+        return _content(await self._create(messages, max_tokens, extra))
+
+    async def respond(
+        self,
+        *,
+        system_prompt: str,
+        history: Sequence[Turn],
+        tools: Sequence[ToolDefinition] = (),
+        max_tokens: int | None = None,
+    ) -> ModelAnswer:
+        """Return the model's next turn after `history` (tool calls and outputs included),
+        offered `tools`: its text and the calls it makes, which nothing here runs (API.md
+        section 17's replays). The messages are those of a live reply (openai_chat.py)."""
+        messages = [{"role": "system", "content": system_prompt}, *history_messages(history)]
+        extra: dict[str, Any] = {"tools": [tool_spec(tool) for tool in tools]} if tools else {}
+        answer = await self._create(messages, max_tokens, extra)
+        return ModelAnswer(text=_content(answer), tool_calls=_tool_calls(answer))
+
+    async def _create(
+        self, messages: Sequence[Mapping[str, Any]], max_tokens: int | None, extra: dict[str, Any]
+    ) -> Any:
+        from openai import APIStatusError, OpenAIError
+
         try:
             with anyio.fail_after(self._timeout):
                 answer = await self._openai().chat.completions.create(
@@ -86,7 +113,7 @@ class ChatCompletions:
                 "the language model (PARLEY_LLM_BASE_URL) failed: %s", type(error).__name__
             )
             raise Unavailable("The language model cannot be reached.") from None
-        return _content(answer)
+        return answer
 
     def _openai(self) -> Any:
         if self._client is None:
@@ -107,8 +134,39 @@ class ChatCompletions:
             await self._client.close()
 
 
-def _content(answer: Any) -> str:
+@dataclass(frozen=True, slots=True)
+class ModelAnswer:
+    """A whole answer: its text ("" when it has none) and the tool calls it makes."""
+
+    text: str
+    tool_calls: tuple[ToolCallPart, ...] = ()
+
+
+def _message(answer: Any) -> Any:
     choices = getattr(answer, "choices", None) or []
-    message = getattr(choices[0], "message", None) if choices else None
-    content = getattr(message, "content", None)
+    return getattr(choices[0], "message", None) if choices else None
+
+
+def _content(answer: Any) -> str:
+    content = getattr(_message(answer), "content", None)
     return content if isinstance(content, str) else ""
+
+
+def _tool_calls(answer: Any) -> tuple[ToolCallPart, ...]:
+    calls = getattr(_message(answer), "tool_calls", None) or []
+    found = []
+    for call in calls:
+        function = getattr(call, "function", None)
+        name = getattr(function, "name", None)
+        if not isinstance(name, str) or not name:
+            continue
+        arguments = getattr(function, "arguments", None)
+        call_id = getattr(call, "id", None)
+        found.append(
+            ToolCallPart(
+                call_id if isinstance(call_id, str) and call_id else f"call_{token_hex(12)}",
+                name,
+                arguments if isinstance(arguments, str) else "{}",
+            )
+        )
+    return tuple(found)

@@ -117,9 +117,7 @@ class ConversationTools:
 
     def definitions(self) -> tuple[engine.ToolDefinition, ...]:
         """The tools as the engine (and the model) sees them."""
-        found = [_definition(tool) for tool in self._tools.values()]
-        found += [BUILT_IN_DEFINITIONS[name] for name in self._built_ins]
-        return tuple(found)
+        return definitions_of(list(self._tools.values()), self._built_ins)
 
     # --- the runner ---------------------------------------------------------------------
 
@@ -341,6 +339,21 @@ def checked_inline_tool(tool: InlineTool) -> InlineTool:
     in neither accepted form (tool_parameters.py)."""
     tool_parameters.check_parameters(tool.parameters, webhook=False)
     return replace(tool, parameters=tool_parameters.model_schema(tool.parameters))
+
+
+def definitions_of(
+    tools: Sequence[ConversationTool], built_ins: Sequence[str]
+) -> tuple[engine.ToolDefinition, ...]:
+    """The tools and the built-ins (by name) as the model sees them: a conversation's, or a
+    replay's (services/alternatives.py)."""
+    found = [_definition(tool) for tool in tools]
+    found += [BUILT_IN_DEFINITIONS[name] for name in built_ins]
+    return tuple(found)
+
+
+def tool_id_of(tool: ConversationTool) -> str:
+    """The ID a call of `tool` names it by (an inline tool's: `inline_<name>`)."""
+    return _tool_id(tool)
 
 
 def _definition(tool: ConversationTool) -> engine.ToolDefinition:
