@@ -224,6 +224,8 @@ class Agent:
     """Called at each conversation's start (API.md section 17); None: none."""
     delivery: Delivery = DEFAULT_DELIVERY
     """How it greets, speaks and listens (API.md section 17)."""
+    version: int = 1
+    """1 at creation, one more at each update (the SDK's `version_number`)."""
 
     @property
     def is_disabled(self) -> bool:

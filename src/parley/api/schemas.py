@@ -550,6 +550,12 @@ class AgentOut(BaseModel):
     tasks: list[dict[str, Any]]
     generate_no_input_poke_text: bool
     push_to_talk: bool
+    built_in_tool_configs: dict[str, Any]
+    default_language: str
+    additional_languages: list[str]
+    multilingual_mode: str | None
+    min_words_to_interrupt: int
+    intelligence_level: str | None
 
     @classmethod
     def of(cls, agent: Agent) -> AgentOut:
@@ -617,13 +623,22 @@ class _ShowsIssuedSecret(BaseModel):
 
 
 class AgentChanged(AgentEnvelope, _ShowsIssuedSecret):
-    """`PATCH /v1/agents/{nameOrId}`: `{"agent"}`, and the configuration endpoint's secret
-    when this change gave the agent its endpoint."""
+    """`PATCH /v1/agents/{nameOrId}`: `{"agent"}`, the official SDK's `success` and
+    `version_number` (the agent's version after the change: 1 at creation, one more at each
+    update), and the configuration endpoint's secret when this change gave the agent its
+    endpoint."""
+
+    success: bool = True
+    version_number: int
 
     @classmethod
     def of(cls, agent: Agent) -> AgentChanged:
         secret = issued_endpoint_secret(agent)
-        return cls(agent=AgentOut.of(agent), configuration_endpoint_secret=secret)
+        return cls(
+            agent=AgentOut.of(agent),
+            version_number=agent.version,
+            configuration_endpoint_secret=secret,
+        )
 
 
 class AgentCreated(AgentEnvelope, _ShowsIssuedSecret):

@@ -21,6 +21,7 @@ from sqlalchemy import (
     UniqueConstraint,
     false,
 )
+from sqlalchemy import text as sql_text
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator
@@ -151,6 +152,8 @@ class AgentRow(Base):
     """`{"url", "headers": {name: sealed value}, "timeout_ms", "secret": sealed}` (API.md
     section 17); None: no configuration endpoint."""
     delivery: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    version: Mapped[int] = mapped_column(Integer, server_default=sql_text("1"))
+    """1 at creation, one more at each update (the SDK's `version_number`)."""
     """`Delivery.to_json()` (API.md section 17); None: every member's default."""
     disabled_at: Mapped[datetime | None] = mapped_column()
     created_at: Mapped[datetime] = mapped_column()

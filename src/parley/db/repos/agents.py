@@ -98,6 +98,7 @@ def to_record(
         enable_redaction=bool(row.enable_redaction),
         configuration_endpoint=endpoint_of(row.configuration_endpoint),
         delivery=Delivery.from_json(row.delivery),
+        version=int(row.version),
     )
 
 
@@ -322,6 +323,7 @@ async def apply_patch(
         changes["boosted_keywords"] = list(patch.boosted_keywords)
     if not isinstance(patch.template_variables, Unset):
         changes["template_variables"] = _stored_variables(patch.template_variables)
+    changes["version"] = AgentRow.version + 1
     await _set(session, agent_id, **changes, updated_at=now)
     if not isinstance(patch.phone_numbers, Unset):
         await replace_phone_numbers(session, agent_id, patch.phone_numbers)

@@ -21,7 +21,12 @@ depends_on = None
 def upgrade() -> None:
     # Plain ADD COLUMN, nullable (NULL: every member's default): no batch copy on SQLite.
     op.add_column("agents", sa.Column("delivery", sa.JSON(), nullable=True))
+    # The agent's version, counted by each update (the SDK's `version_number`).
+    op.add_column(
+        "agents", sa.Column("version", sa.Integer(), server_default=sa.text("1"), nullable=False)
+    )
 
 
 def downgrade() -> None:
+    op.drop_column("agents", "version")
     op.drop_column("agents", "delivery")
