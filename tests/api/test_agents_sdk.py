@@ -120,3 +120,16 @@ async def test_sdk_agents_upsert_disabled_agent_is_a_conflict(sdk: AsyncPhonic) 
         await sdk.agents.upsert(name="off", project="main", audio_speed=2.0)
     assert refused.value.status_code == 409
     assert refused.value.body["error"]["code"] == "agent_disabled"
+
+
+async def test_sdk_agents_update_answers_success_and_the_next_version(sdk: AsyncPhonic) -> None:
+    await sdk.agents.create(name="versioned")
+    first = await sdk.agents.update("versioned", system_prompt="One.")
+    second = await sdk.agents.update("versioned", system_prompt="Two.")
+    assert (first.success, first.version_number) == (True, 2)
+    assert (second.success, second.version_number) == (True, 3)
+    assert second.agent.system_prompt == "Two."
+    replaced = await sdk.agents.upsert(name="versioned", system_prompt="Three.")
+    assert replaced.updated is True
+    third = await sdk.agents.update("versioned", system_prompt="Four.")
+    assert third.version_number == 5  # the upsert's replacement was the fourth version
