@@ -137,7 +137,8 @@ async def test_configuration_endpoint_patch_keeps_secret_null_removes_new_secret
         json={"configuration_endpoint": {"url": URL + "/v2", "timeout_ms": 100}},
     )
     assert changed.status_code == 200, changed.text
-    assert set(changed.json()) == {"agent"}  # the secret is kept, not shown again
+    # The secret is kept, not shown again.
+    assert set(changed.json()) == {"agent", "success", "version_number"}
     assert changed.json()["agent"]["configuration_endpoint"] == {
         "url": URL + "/v2",
         "headers": {},

@@ -158,6 +158,11 @@ async def test_conversation_shows_section_5_members(tenant: Tenant, make_agent: 
     assert conversation["duration_ms"] is None
     assert conversation["call_info"] is None
     assert conversation["template_variables"] == {}
-    assert conversation["analysis"] == {"latencies_ms": [], "interruptions_count": 0}
+    # Section 5's members, and the official SDK's `ConversationAnalysis.id` (section 17).
+    assert conversation["analysis"] == {
+        "id": conversation["id"],
+        "latencies_ms": [],
+        "interruptions_count": 0,
+    }
     listed = (await tenant.client.get("/v1/conversations")).json()["conversations"]
     assert listed == [conversation]

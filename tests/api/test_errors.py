@@ -33,7 +33,7 @@ async def test_wrong_method_405_envelope(tenant: Tenant) -> None:
     [
         ("PUT", "/v1/agents", "GET, POST"),
         ("PUT", "/v1/agents/alpha", "DELETE, GET, PATCH"),
-        ("PATCH", "/v1/projects/main", "DELETE, GET"),
+        ("PUT", "/v1/projects/main", "DELETE, GET, PATCH"),
         ("DELETE", "/v1/auth/jwt", "GET, PUT"),
         ("PUT", "/v1/conversations", "GET, POST"),
         ("GET", "/v1/agents/alpha/disable", "POST"),

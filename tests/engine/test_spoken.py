@@ -19,6 +19,7 @@ class SlowSynthesizer(ToneSynthesizer):
     """The tone, 50 ms of work a sentence, noting when each one starts and ends."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.log: list[str] = []
 
     async def synthesize(self, text: str, *, voice: str, speed: float = 1.0) -> Samples:
