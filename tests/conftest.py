@@ -10,6 +10,8 @@ from typing import Any
 import httpx
 import pytest
 from fastapi import FastAPI
+from phonic import AsyncPhonic
+from phonic.environment import PhonicEnvironment
 from sqlalchemy import event
 
 from parley.app import create_app
@@ -153,6 +155,16 @@ async def make_tenant(ctx: Context, app: FastAPI) -> AsyncIterator[MakeTenant]:
 @pytest.fixture
 async def tenant(make_tenant: MakeTenant) -> Tenant:
     return await make_tenant()
+
+
+@pytest.fixture
+async def sdk(app: FastAPI, tenant: Tenant) -> AsyncIterator[AsyncPhonic]:
+    """The official `phonic` SDK's async client, unchanged, on the app in-process (httpx's
+    ASGI transport), with the tenant's API key (API.md section 17)."""
+    transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+    async with httpx.AsyncClient(transport=transport, timeout=10) as http:
+        environment = PhonicEnvironment(base="http://testserver/v1", production="ws://testserver")
+        yield AsyncPhonic(api_key=tenant.api_key, environment=environment, httpx_client=http)
 
 
 @pytest.fixture

@@ -5,15 +5,9 @@ the SDK's errors for a member Parley does not have and for a disabled agent."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
-import httpx
 import pytest
-from fastapi import FastAPI
 from phonic import AsyncPhonic
 from phonic.core.api_error import ApiError
-from phonic.environment import PhonicEnvironment
-from tests.types import Tenant
 
 pytestmark = [
     pytest.mark.anyio,
@@ -21,14 +15,6 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore:websockets.legacy is deprecated:DeprecationWarning"),
     pytest.mark.filterwarnings("ignore:websockets.exceptions.InvalidStatusCode:DeprecationWarning"),
 ]
-
-
-@pytest.fixture
-async def sdk(app: FastAPI, tenant: Tenant) -> AsyncIterator[AsyncPhonic]:
-    transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
-    async with httpx.AsyncClient(transport=transport, timeout=10) as http:
-        environment = PhonicEnvironment(base="http://testserver/v1", production="ws://testserver")
-        yield AsyncPhonic(api_key=tenant.api_key, environment=environment, httpx_client=http)
 
 
 async def test_sdk_agents_create_with_a_name_only_takes_the_defaults(sdk: AsyncPhonic) -> None:

@@ -4,14 +4,11 @@ server as its language model: the module-scoped `parley serve` of tests/e2e has 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from typing import Any
 
-import httpx
 import pytest
-from fastapi import FastAPI
 from phonic import AsyncPhonic
-from phonic.environment import PhonicEnvironment
 from tests.api.analysis_helpers import spoken
 from tests.llm_server import ChatServer, json_round, running_chat_server
 from tests.types import MakeAgent, Tenant
@@ -37,14 +34,6 @@ def chat() -> Iterator[ChatServer]:
 def settings(settings_factory: Any, chat: ChatServer) -> Settings:
     built: Settings = settings_factory(llm_base_url=chat.base_url, llm_model="m")
     return built
-
-
-@pytest.fixture
-async def sdk(app: FastAPI, tenant: Tenant) -> AsyncIterator[AsyncPhonic]:
-    transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
-    async with httpx.AsyncClient(transport=transport, timeout=10) as http:
-        environment = PhonicEnvironment(base="http://testserver/v1", production="ws://testserver")
-        yield AsyncPhonic(api_key=tenant.api_key, environment=environment, httpx_client=http)
 
 
 async def test_sdk_extraction_schemas_crud_and_extract_data(

@@ -12,7 +12,6 @@ import pytest
 from fastapi import FastAPI
 from phonic import AsyncPhonic
 from phonic.core.api_error import ApiError
-from phonic.environment import PhonicEnvironment
 from tests.api.helpers import assert_error
 from tests.types import Tenant
 
@@ -52,14 +51,6 @@ async def app(settings: Settings, clock: MovableClock) -> AsyncIterator[FastAPI]
     application = create_app(settings, clock=clock)
     async with application.router.lifespan_context(application):
         yield application
-
-
-@pytest.fixture
-async def sdk(app: FastAPI, tenant: Tenant) -> AsyncIterator[AsyncPhonic]:
-    transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
-    async with httpx.AsyncClient(transport=transport, timeout=10) as http:
-        environment = PhonicEnvironment(base="http://testserver/v1", production="ws://testserver")
-        yield AsyncPhonic(api_key=tenant.api_key, environment=environment, httpx_client=http)
 
 
 def bearer(secret: str) -> dict[str, str]:

@@ -6,15 +6,11 @@ parameters, section 5's `cursor`)."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 
-import httpx
 import pytest
-from fastapi import FastAPI
 from phonic import AsyncPhonic
 from phonic.conversations.types import ConversationsDeleteResponse, ConversationsGetResponse
-from phonic.environment import PhonicEnvironment
 from phonic.types import ConversationsListResponseConversations
 from tests.api.analysis_helpers import spoken
 from tests.types import MakeAgent, Tenant
@@ -43,14 +39,6 @@ class ManualClock:
 
     def advance(self, seconds: float) -> None:
         self._time += seconds
-
-
-@pytest.fixture
-async def sdk(app: FastAPI, tenant: Tenant) -> AsyncIterator[AsyncPhonic]:
-    transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
-    async with httpx.AsyncClient(transport=transport, timeout=10) as http:
-        environment = PhonicEnvironment(base="http://testserver/v1", production="ws://testserver")
-        yield AsyncPhonic(api_key=tenant.api_key, environment=environment, httpx_client=http)
 
 
 async def call_at(

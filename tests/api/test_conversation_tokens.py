@@ -5,16 +5,13 @@ tests/e2e/test_conversation_token_ws.py."""
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from typing import Any
 
 import httpx
 import pytest
-from fastapi import FastAPI
 from phonic import AsyncPhonic
 from phonic.core.api_error import ApiError
-from phonic.environment import PhonicEnvironment
 from tests.api.helpers import assert_error
 from tests.types import MakeAgent, Tenant
 
@@ -26,14 +23,6 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore:websockets.legacy is deprecated:DeprecationWarning"),
     pytest.mark.filterwarnings("ignore:websockets.exceptions.InvalidStatusCode:DeprecationWarning"),
 ]
-
-
-@pytest.fixture
-async def sdk(app: FastAPI, tenant: Tenant) -> AsyncIterator[AsyncPhonic]:
-    transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
-    async with httpx.AsyncClient(transport=transport, timeout=10) as http:
-        environment = PhonicEnvironment(base="http://testserver/v1", production="ws://testserver")
-        yield AsyncPhonic(api_key=tenant.api_key, environment=environment, httpx_client=http)
 
 
 async def issue(tenant: Tenant, **body: Any) -> httpx.Response:

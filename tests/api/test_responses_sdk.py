@@ -6,14 +6,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from typing import Any
 
-import httpx
 import pytest
 from fastapi import FastAPI
 from phonic import AsyncPhonic
-from phonic.environment import PhonicEnvironment
 from phonic.types import GenerateResponsesResponse, ReplayConversationItemResponse
 from tests.api.analysis_helpers import spoken
 from tests.llm_server import Call, ChatServer, Round, running_chat_server
@@ -57,14 +55,6 @@ def chat() -> Iterator[ChatServer]:
 def settings(settings_factory: Any, chat: ChatServer) -> Settings:
     built: Settings = settings_factory(llm_base_url=chat.base_url, llm_model="m")
     return built
-
-
-@pytest.fixture
-async def sdk(app: FastAPI, tenant: Tenant) -> AsyncIterator[AsyncPhonic]:
-    transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
-    async with httpx.AsyncClient(transport=transport, timeout=10) as http:
-        environment = PhonicEnvironment(base="http://testserver/v1", production="ws://testserver")
-        yield AsyncPhonic(api_key=tenant.api_key, environment=environment, httpx_client=http)
 
 
 def asked(chat: ChatServer) -> list[dict[str, Any]]:

@@ -3,14 +3,12 @@ to an API key (API.md section 17), through the official SDK and raw HTTP."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 
 import httpx
 import pytest
-from fastapi import FastAPI
 from phonic import AsyncPhonic
 from phonic.core.api_error import ApiError
-from phonic.environment import PhonicEnvironment
 from tests.api.helpers import assert_error
 from tests.types import Tenant
 
@@ -26,14 +24,6 @@ SIP_ROUTES = [
     ("PATCH", "/v1/agents/support/phone-numbers"),
     ("POST", "/v1/conversations/sip/outbound_call"),
 ]
-
-
-@pytest.fixture
-async def sdk(app: FastAPI, tenant: Tenant) -> AsyncIterator[AsyncPhonic]:
-    transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
-    async with httpx.AsyncClient(transport=transport, timeout=10) as http:
-        environment = PhonicEnvironment(base="http://testserver/v1", production="ws://testserver")
-        yield AsyncPhonic(api_key=tenant.api_key, environment=environment, httpx_client=http)
 
 
 def sip_calls(sdk: AsyncPhonic) -> list[Callable[[], Awaitable[object]]]:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import base64
 import io
 import wave
-from collections.abc import AsyncIterator
 from urllib.parse import parse_qs, urlsplit
 
 import httpx
@@ -17,7 +16,6 @@ import pytest
 from fastapi import FastAPI
 from phonic import AsyncPhonic
 from phonic.core.api_error import ApiError
-from phonic.environment import PhonicEnvironment
 from tests.api.helpers import assert_error
 from tests.types import Tenant
 
@@ -31,14 +29,6 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore:websockets.exceptions.InvalidStatusCode:DeprecationWarning"),
 ]
 TWO_SENTENCES = "Thanks for calling the bistro. Your table for two is booked for seven."
-
-
-@pytest.fixture
-async def sdk(app: FastAPI, tenant: Tenant) -> AsyncIterator[AsyncPhonic]:
-    transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
-    async with httpx.AsyncClient(transport=transport, timeout=10) as http:
-        environment = PhonicEnvironment(base="http://testserver/v1", production="ws://testserver")
-        yield AsyncPhonic(api_key=tenant.api_key, environment=environment, httpx_client=http)
 
 
 def read_wav(data: bytes) -> tuple[int, int, np.ndarray]:

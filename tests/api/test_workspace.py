@@ -4,7 +4,6 @@ allowlist from chosen client addresses, validation, the caps' counts)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
@@ -38,14 +37,6 @@ def http_from(app: FastAPI, address: str, api_key: str) -> httpx.AsyncClient:
         base_url="http://testserver",
         headers={"Authorization": f"Bearer {api_key}"},
     )
-
-
-@pytest.fixture
-async def sdk(app: FastAPI, tenant: Tenant) -> AsyncIterator[AsyncPhonic]:
-    transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
-    async with httpx.AsyncClient(transport=transport, timeout=10) as http:
-        environment = PhonicEnvironment(base="http://testserver/v1", production="ws://testserver")
-        yield AsyncPhonic(api_key=tenant.api_key, environment=environment, httpx_client=http)
 
 
 async def start(ctx: Context, org_id: str, agent: str) -> str:
