@@ -24,12 +24,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import statistics
+import sys
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tests' speech and server
+
 from tests import speech
 from tests.faults.serve_process import ServeProcess
 
