@@ -113,20 +113,31 @@ async def test_concurrent_unchanged_and_changing_calls_do_not_fork_chain(ctx: Co
 
 @contextmanager
 def statements_of(database: Database) -> Iterator[list[tuple[str, bool]]]:
-    """Every statement `database` runs, each with whether it ran outside any transaction:
-    through the engine, a connection in AUTOCOMMIT (asyncpg sends no `BEGIN` and no
-    `COMMIT`); on asyncpg directly (`DriverStatements`), always (each statement commits
-    on its own: tests/db/test_driver.py)."""
+    """Every statement `database` runs for the task that entered the block, each with
+    whether it ran outside any transaction: through the engine, a connection in AUTOCOMMIT
+    (asyncpg sends no `BEGIN` and no `COMMIT`); on asyncpg directly (`DriverStatements`),
+    always (each statement commits on its own: tests/db/test_driver.py).
+
+    Statements of other tasks (the replay guard's sweep of spent `jti` records runs on a
+    timer of its own) are not the block's: SQLAlchemy's async bridge runs the cursor inside
+    the awaiting task, so `asyncio.current_task()` tells whose each statement is."""
     seen: list[tuple[str, bool]] = []
+    mine = asyncio.current_task()
 
     def note(connection: Connection, _cursor: object, statement: str, *_: object) -> None:
+        if asyncio.current_task() is not mine:
+            return
         options = connection.get_execution_options()
         seen.append((statement, options.get("isolation_level") == "AUTOCOMMIT"))
+
+    def note_direct(statement: str) -> None:
+        if asyncio.current_task() is mine:
+            seen.append((statement, True))
 
     engine = database.engine.sync_engine
     event.listen(engine, "before_cursor_execute", note)
     if database.driver is not None:
-        database.driver.observe(lambda statement: seen.append((statement, True)))
+        database.driver.observe(note_direct)
     try:
         yield seen
     finally:

@@ -63,11 +63,15 @@ async def test_watchdog_store_outage_longer_than_bound_closes_1011(ctx: Context)
     )
     assert (verdict.close_code, verdict.reason) == (1011, "revocation store unavailable")
     # It rode the outage out for the bound, trying at each tick, before closing (a loaded
-    # machine makes fewer ticks fit: the time is the rule, not the count).
+    # machine makes fewer ticks fit: the time is the rule, not the count)...
     assert store.checks >= 2
     ridden = store.checked_at[-1] - store.checked_at[0]
     assert ridden >= watchdog.STORE_OUTAGE_SECONDS - 0.05, ridden
-    assert ridden < watchdog.STORE_OUTAGE_SECONDS + watchdog.WATCH_INTERVAL_SECONDS + 2.0
+    # ...and closed at the first check past the bound: the one before it was still inside
+    # it. (Not a wall-clock bound on the last check: on a loaded machine the event loop
+    # may not run the watchdog's next tick for seconds, which is the machine, not the rule.)
+    before_last = store.checked_at[-2] - store.checked_at[0]
+    assert before_last < watchdog.STORE_OUTAGE_SECONDS + 0.05, before_last
 
 
 class SwallowingRevocations:

@@ -16,6 +16,7 @@ from parley.clock import Clock
 from parley.composition.options import RuntimeOptions, new_instance_id
 from parley.db.database import Database
 from parley.db.jti_claims import DatabaseReplayGuard
+from parley.db.orphaned_closes import quiet_orphaned_closes
 from parley.errors import Unavailable
 from parley.jwt import CachedIssuerResolver, JwksFetcher, KeyCache
 from parley.outbound import AddressPolicy, OutboundClient, TwilioCalls
@@ -75,6 +76,8 @@ async def open_context(options: RuntimeOptions, *, clock: Clock) -> AsyncIterato
             pool_size=options.database_pool_size,
         )
         stack.push_async_callback(database.dispose)
+        if database.driver is not None:  # PostgreSQL
+            quiet_orphaned_closes()
         sealing = open_secret_box(options.secret_key, database_url=options.database_url)
         if sealing.warning:
             log.warning(sealing.warning)
