@@ -13,14 +13,16 @@ from dataclasses import dataclass
 
 from parley.services.overview import ENDINGS, Overview
 
-WIDTH = 640
-HEIGHT = 220
 LEFT, RIGHT, TOP, BOTTOM = 48, 12, 12, 30
 """The plot's margins inside the view box: the axis labels' room."""
-SLOT = (WIDTH - LEFT - RIGHT) / 7
+WIDE = (640, 220)
+"""The endings chart's view box, drawn the width of the page."""
+NARROW = (420, 200)
+"""A stage's chart, drawn half the width of the page: its text stays as large."""
+TICKS = 4
 PALETTE = (
     "#2856c7", "#e69f00", "#009e73", "#cc79a7", "#b42318", "#56b4e9", "#8c6d31",
-    "#0072b2", "#d55e00", "#7f3c8d", "#11a579", "#3969ac", "#f2b701", "#e73f74",
+    "#d4c21a", "#7f3c8d", "#17becf", "#4d4d4d", "#bcbd22", "#1b3a6b", "#e73f74",
     "#80ba5a",
 )  # fmt: skip
 """Okabe-Ito's colour-blind-safe colours first, for the common endings; then distinct ones."""
@@ -80,60 +82,82 @@ class Line:
 
 @dataclass(frozen=True, slots=True)
 class Chart:
+    width: int
+    height: int
     ticks: tuple[Tick, ...]
     days: tuple[DayLabel, ...]
     bars: tuple[Bar, ...] = ()
     lines: tuple[Line, ...] = ()
 
 
-def nice_top(maximum: float) -> int:
-    """The smallest 1, 2 or 5 times 10^k (at least 1) not under `maximum`: the axis's top."""
-    if maximum <= 1:
-        return 1
-    power = 10 ** math.floor(math.log10(maximum))
-    return next(int(step * power) for step in (1, 2, 5, 10) if step * power >= maximum)
+def nice_step(maximum: float) -> int:
+    """The smallest step of 1, 2 or 5 times a power of ten (at least 1) with which `TICKS`
+    steps reach `maximum`: the axis's gridlines fall on round figures."""
+    wanted = max(maximum / TICKS, 1)
+    power = 10 ** math.floor(math.log10(wanted))
+    return next(int(step * power) for step in (1, 2, 5, 10) if step * power >= wanted)
 
 
-def _scale(top: int) -> tuple[Tick, ...]:
-    return tuple(Tick(y=_y(top * i / 4, top), value=round(top * i / 4)) for i in range(5))
+@dataclass(frozen=True, slots=True)
+class _Frame:
+    """A chart's view box and its vertical scale, 0 to `top`."""
 
+    width: int
+    height: int
+    top: int
 
-def _y(value: float, top: int) -> float:
-    return round(TOP + (HEIGHT - TOP - BOTTOM) * (1 - value / top), 1)
+    @classmethod
+    def of(cls, size: tuple[int, int], maximum: float) -> _Frame:
+        step = nice_step(maximum)
+        return cls(*size, top=step * max(1, math.ceil(maximum / step)))
 
+    @property
+    def slot(self) -> float:
+        return (self.width - LEFT - RIGHT) / 7
 
-def _days(overview: Overview) -> tuple[DayLabel, ...]:
-    return tuple(
-        DayLabel(x=round(LEFT + SLOT * (i + 0.5), 1), day=d.day.isoformat(), text=f"{d.day:%a %d}")
-        for i, d in enumerate(overview.days)
-    )
+    def y(self, value: float) -> float:
+        return round(TOP + (self.height - TOP - BOTTOM) * (1 - value / self.top), 1)
+
+    def ticks(self) -> tuple[Tick, ...]:
+        step = nice_step(self.top)
+        return tuple(Tick(y=self.y(v), value=v) for v in range(0, self.top + 1, step))
+
+    def days(self, overview: Overview) -> tuple[DayLabel, ...]:
+        return tuple(
+            DayLabel(
+                x=round(LEFT + self.slot * (i + 0.5), 1),
+                day=d.day.isoformat(),
+                text=f"{d.day:%a %d}",
+            )
+            for i, d in enumerate(overview.days)
+        )
 
 
 def endings_chart(overview: Overview) -> Chart:
     """A bar per day, stacked by way of ending (the week's ways, in `ENDINGS`' order)."""
-    top = nice_top(max(day.conversations for day in overview.days))
-    width = round(SLOT * 0.6, 1)
+    frame = _Frame.of(WIDE, max(day.conversations for day in overview.days))
+    width = round(frame.slot * 0.6, 1)
     bars: list[Bar] = []
     for index, day in enumerate(overview.days):
         below = 0
-        x = round(LEFT + SLOT * index + (SLOT - width) / 2, 1)
+        x = round(LEFT + frame.slot * index + (frame.slot - width) / 2, 1)
         for ending in overview.endings_seen:
             value = day.endings[ending]
             if value:
-                y = _y(below + value, top)
-                height = round(_y(below, top) - y, 1)
+                y = frame.y(below + value)
+                height = round(frame.y(below) - y, 1)
                 bars.append(
                     Bar(x, y, width, height, day.day.isoformat(), ending, value, COLOURS[ending])
                 )
                 below += value
-    return Chart(ticks=_scale(top), days=_days(overview), bars=tuple(bars))
+    return Chart(*WIDE, ticks=frame.ticks(), days=frame.days(overview), bars=tuple(bars))
 
 
 def stage_chart(overview: Overview, stage: str) -> Chart:
     """A stage's p50 and p95 per day, in milliseconds, as two lines."""
     figures = [day.stages[stage] for day in overview.days]
-    top = nice_top(max((f.p95 or 0 for f in figures), default=0))
-    labels = _days(overview)
+    frame = _Frame.of(NARROW, max((f.p95 or 0 for f in figures), default=0))
+    labels = frame.days(overview)
     lines: list[Line] = []
     for name, colour in PERCENTILE_COLOURS.items():
         points: list[Point | None] = []
@@ -142,9 +166,9 @@ def stage_chart(overview: Overview, stage: str) -> Chart:
             if value is None:
                 points.append(None)
             else:
-                points.append(Point(label.x, _y(value, top), label.day, name, value))
+                points.append(Point(label.x, frame.y(value), label.day, name, value))
         lines.append(Line(name, colour, tuple(p for p in points if p), _runs(points)))
-    return Chart(ticks=_scale(top), days=labels, lines=tuple(lines))
+    return Chart(*NARROW, ticks=frame.ticks(), days=labels, lines=tuple(lines))
 
 
 def _runs(points: list[Point | None]) -> tuple[str, ...]:

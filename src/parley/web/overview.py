@@ -31,5 +31,5 @@ async def overview_page(request: Request, signed_in: SignedIn) -> Response:
         stages=overview.STAGES,
         colours=charts.COLOURS,
         percentile_colours=charts.PERCENTILE_COLOURS,
-        view=(charts.WIDTH, charts.HEIGHT, charts.LEFT, charts.RIGHT, charts.BOTTOM),
+        margins=(charts.LEFT, charts.RIGHT, charts.BOTTOM),
     )
