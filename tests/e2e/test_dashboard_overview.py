@@ -50,7 +50,7 @@ async def listed(api: httpx.AsyncClient) -> list[dict[str, Any]]:
     found: list[dict[str, Any]] = []
     cursor: str | None = None
     while True:
-        params = {"limit": 100, **({"cursor": cursor} if cursor else {})}
+        params: dict[str, str | int] = {"limit": 100, **({"cursor": cursor} if cursor else {})}
         page = (await api.get("/v1/conversations", params=params)).json()
         found += page["conversations"]
         cursor = page["next_cursor"]
@@ -168,7 +168,7 @@ def _note_request(request: Request, requests: list[str]) -> None:
 def test_expected_from_counts_the_week_and_ranks_each_day() -> None:
     """The test's own arithmetic, checked on figures worked out by hand."""
     day = date(2031, 3, 12).isoformat()
-    conversations = [
+    conversations: list[dict[str, Any]] = [
         {"created_at": f"{day}T10:00:00.000Z", "ended_by": "user",
          "analysis": {"latencies_ms": [500, 100, 300]}},
         {"created_at": f"{day}T23:59:59.999Z", "ended_by": None,

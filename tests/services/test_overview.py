@@ -180,7 +180,7 @@ async def test_overview_reads_only_the_week_through_the_creation_index(ctx: Cont
                 assert "Seq Scan" not in plan, plan
 
 
-async def explained(connection: AsyncConnection, query: Select[Any]) -> str:
+async def explained(connection: AsyncConnection, query: Select[*tuple[Any, ...]]) -> str:
     """The database's plan of `query`, as one line."""
     compiled = query.compile(dialect=connection.dialect)
     values = compiled.construct_params()
