@@ -2,10 +2,22 @@
 
 from __future__ import annotations
 
+import dataclasses
 import secrets
+import time
+from datetime import datetime
 
-from parley.records import OPERATOR, Agent, AgentSpec, IssuedTool, ToolSpec
-from parley.services import Context, agents, orgs, tools
+from parley.records import (
+    OPERATOR,
+    Agent,
+    AgentSpec,
+    Conversation,
+    EndedBy,
+    IssuedTool,
+    Outcome,
+    ToolSpec,
+)
+from parley.services import Context, agents, conversations, endings, orgs, tools
 from parley.services.orgs import NewOrganization
 
 
@@ -46,3 +58,42 @@ async def make_tool(ctx: Context, org_id: str, *, name: str | None = None) -> Is
         endpoint_url="https://tools.example.com/lookup",
     )
     return await tools.create_tool(ctx, org_id=org_id, project=None, spec=spec, actor=OPERATOR)
+
+
+class FixedClock:
+    """A clock whose wall time is always `moment` (monotonic time runs as usual)."""
+
+    def __init__(self, moment: datetime) -> None:
+        self.moment = moment
+
+    def time(self) -> float:
+        return self.moment.timestamp()
+
+    def monotonic(self) -> float:
+        return time.monotonic()
+
+
+async def make_conversation_at(
+    ctx: Context,
+    org_id: str,
+    agent: str,
+    at: datetime,
+    *,
+    ended_by: EndedBy | None = None,
+    latencies_ms: tuple[int, ...] = (),
+) -> Conversation:
+    """Create a conversation at `at` through the services and, given `ended_by`, end it
+    there, storing `latencies_ms` as its socket would have measured them."""
+    then = dataclasses.replace(ctx, clock=FixedClock(at))
+    created = await conversations.create_conversation(
+        then, org_id=org_id, agent=agent, project=None, conversation_id=None
+    )
+    if ended_by is not None:
+        await endings.end_conversation(
+            then,
+            org_id=org_id,
+            conversation_id=created.id,
+            ending=endings.Ending(ended_by, endings.CloseCode.NORMAL, ""),
+            measured=Outcome(latencies_ms=latencies_ms),
+        )
+    return await conversations.get_conversation(ctx, org_id=org_id, conversation_id=created.id)

@@ -510,6 +510,26 @@ class Outcome:
 
 
 @dataclass(frozen=True, slots=True)
+class EndingCount:
+    """How many of a day's conversations ended one way (the dashboard's overview)."""
+
+    day: int
+    """The day's place in the week asked for, 0 the first."""
+    ended_by: str | None
+    """An `EndedBy`; None for those that have not ended."""
+    count: int
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationTimings:
+    """What one conversation measured of its replies, with the moment it was created
+    (the dashboard's overview reads these a week at a time)."""
+
+    created_at: datetime
+    latencies_ms: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class CallInfo:
     """Who called which number, and the carrier's name for the call (API.md section 5)."""
 

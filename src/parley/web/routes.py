@@ -22,6 +22,7 @@ from parley.web import (
     analysis,
     conversation,
     forms,
+    overview,
     pages,
     phone,
     tools,
@@ -67,6 +68,7 @@ def install_dashboard(app: FastAPI, *, secure_cookies: bool) -> None:
     app.state.dashboard = DashboardOptions(secure_cookies=secure_cookies)
     app.include_router(router)
     app.include_router(pages.router)
+    app.include_router(overview.router)
     app.include_router(conversation.router)
     app.include_router(analysis.router)
     app.include_router(tools.router)
