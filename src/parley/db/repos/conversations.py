@@ -83,6 +83,7 @@ class ConversationState:
     summary: str | None = None
     redacted: bool = False
     replay_of: str | None = None
+    heard_languages: tuple[str, ...] = ()
 
 
 COLUMNS = tuple(field.name for field in fields(ConversationState))
@@ -125,6 +126,7 @@ def to_state(row: ConversationRow) -> ConversationState:
         summary=row.summary,
         redacted=bool(row.redacted),
         replay_of=row.replay_of,
+        heard_languages=tuple(row.heard_languages or ()),
     )
 
 
@@ -207,6 +209,7 @@ def to_record(
         language=joined.language if row.agent_id else None,
         audio_format=joined.audio_format if row.agent_id else None,
         replay_of=row.replay_of,
+        heard_languages=tuple(row.heard_languages or ()),
     )
 
 
@@ -747,6 +750,15 @@ async def set_template_variables(
     session: AsyncSession, state: ConversationState, values: Mapping[str, str]
 ) -> None:
     await _write_changes(session, state, replace(state, template_variables=dict(values)))
+
+
+async def add_heard_language(
+    session: AsyncSession, state: ConversationState, language: str
+) -> None:
+    """Add `language` to the heard languages (no statement when it is there already)."""
+    if language not in state.heard_languages:
+        heard = (*state.heard_languages, language)
+        await _write_changes(session, state, replace(state, heard_languages=heard))
 
 
 def _columns(state: ConversationState) -> dict[str, object]:
