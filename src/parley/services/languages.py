@@ -15,7 +15,8 @@
 
 A conversation's voices (`session_languages`): each language speaks with the agent's
 `voice_id` when that voice speaks it, else with the first installed voice that does
-(services/voices.py `voice_for`); the conversation starts in the default language's voice.
+(services/voices.py `voice_for`); the conversation starts in the default language's voice
+(an unknown `voice_id` is kept: the engine warns about it, `voice_not_available`).
 """
 
 from __future__ import annotations
@@ -132,4 +133,6 @@ def session_languages(
     settings = engine.LanguageSettings(
         additional=tuple(additional), mode=mode or "auto", voices=voices
     )
+    if speech is None or speech.language_of(voice_id) is None:
+        return voice_id, settings  # an unknown voice: the engine warns and uses its default
     return dict(voices).get(default, voice_id), settings
