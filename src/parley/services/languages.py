@@ -64,12 +64,10 @@ def check_languages(
     fields = [("language", default)] + [("additional_languages", a) for a in additional]
     for field, language in fields:
         if heard is not None and language not in heard:
-            hint = (
-                "a multilingual speech model (PARLEY_STT_MODEL=base)"
-                if heard == {"en"}
-                else (f"one of: {', '.join(sorted(heard))}")
-            )
-            raise UnsupportedLanguage(param_errors={field: f"{language!r}: needs {hint}"})
+            rule = f"must be one of: {', '.join(sorted(heard))}"
+            if heard == {"en"}:
+                rule += "; other languages need a multilingual speech model (PARLEY_STT_MODEL=base)"
+            raise UnsupportedLanguage(param_errors={field: rule})
         if not any(voice.language == language for voice in speech.voices()):
             raise UnsupportedLanguage(
                 param_errors={field: f"no installed voice speaks {language!r}"}
