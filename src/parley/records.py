@@ -472,6 +472,9 @@ class Conversation:
     """The conversation whose recording it replays (`conversations.replay`); else None."""
     heard_languages: tuple[str, ...] = ()
     """The languages the recognizer heard the user speak, in the order first heard."""
+    additional_languages: tuple[str, ...] = ()
+    multilingual_mode: str | None = None
+    """Its agent's `additional_languages` and `multilingual_mode` (API.md section 18)."""
 
     @property
     def duration_ms(self) -> int | None:

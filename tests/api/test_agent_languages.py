@@ -129,3 +129,14 @@ async def test_list_voices_each_with_its_language(tenant: Tenant) -> None:
         "de",
         "es",
     )
+
+
+async def test_conversation_shows_its_agents_languages_and_none_heard_yet(tenant: Tenant) -> None:
+    body = {"name": "a", "additional_languages": ["de"], "multilingual_mode": "request"}
+    assert (await tenant.client.post("/v1/agents", json=body)).status_code == 201
+    made = await tenant.client.post("/v1/conversations", json={"agent": "a"})
+    assert made.status_code == 201, made.text
+    shown = made.json()["conversation"]
+    languages = {key: shown[key] for key in ("default_language", "additional_languages")}
+    assert languages == {"default_language": "en", "additional_languages": ["de"]}
+    assert (shown["multilingual_mode"], shown["heard_languages"]) == ("request", [])

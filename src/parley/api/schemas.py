@@ -925,7 +925,8 @@ class ConversationOut(BaseModel):
     pronunciation_dictionary: list[dict[str, str]]
     min_words_to_interrupt: int
     default_language: str
-    multilingual_mode: Literal["auto"]
+    additional_languages: list[str]
+    multilingual_mode: Literal["auto", "initial", "request"]
     push_to_talk: bool
     task_results: dict[str, Any]
     replay_of: str | None = Field(description="The conversation it replays (`origin` replay).")

@@ -145,11 +145,20 @@ class Joined:
     agent_name: str | None = None
     language: str | None = None
     audio_format: str | None = None
+    additional_languages: tuple[str, ...] = ()
+    multilingual_mode: str | None = None
 
     @classmethod
     def of(cls, row: Any) -> Joined:
         """From a row with the columns `JOINED_COLUMNS` labels."""
-        return cls(row.workspace or "", row.agent_name, row.agent_language, row.agent_format)
+        return cls(
+            row.workspace or "",
+            row.agent_name,
+            row.agent_language,
+            row.agent_format,
+            tuple(row.agent_additional_languages or ()),
+            row.agent_multilingual_mode,
+        )
 
 
 JOINED_COLUMNS = (
@@ -157,6 +166,8 @@ JOINED_COLUMNS = (
     AgentRow.name.label("agent_name"),
     AgentRow.language.label("agent_language"),
     AgentRow.audio_format.label("agent_format"),
+    AgentRow.additional_languages.label("agent_additional_languages"),
+    AgentRow.multilingual_mode.label("agent_multilingual_mode"),
 )
 """Select these, outer-joined (`with_joined`), and read them with `Joined.of`."""
 
@@ -210,6 +221,8 @@ def to_record(
         audio_format=joined.audio_format if row.agent_id else None,
         replay_of=row.replay_of,
         heard_languages=tuple(row.heard_languages or ()),
+        additional_languages=joined.additional_languages if row.agent_id else (),
+        multilingual_mode=joined.multilingual_mode if row.agent_id else None,
     )
 
 
@@ -295,6 +308,8 @@ _READ = (
         _AGENTS.c.name.label("agent_name"),
         _AGENTS.c.language.label("agent_language"),
         _AGENTS.c.audio_format.label("agent_format"),
+        _AGENTS.c.additional_languages.label("agent_additional_languages"),
+        _AGENTS.c.multilingual_mode.label("agent_multilingual_mode"),
         _ITEMS.c.item_id.label("item_id"),
         _ITEMS.c.role.label("item_role"),
         _ITEMS.c.text.label("item_text"),
