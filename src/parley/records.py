@@ -224,6 +224,10 @@ class Agent:
     """Called at each conversation's start (API.md section 17); None: none."""
     delivery: Delivery = DEFAULT_DELIVERY
     """How it greets, speaks and listens (API.md section 17)."""
+    additional_languages: tuple[str, ...] = ()
+    """Languages it also hears and speaks, besides `language` (API.md section 18)."""
+    multilingual_mode: str | None = None
+    """`auto`, `initial` or `request` (services/languages.py); None: `auto`."""
     version: int = 1
     """1 at creation, one more at each update (the SDK's `version_number`)."""
 
@@ -346,6 +350,8 @@ class AgentSpec:
     enable_redaction: bool = False
     configuration_endpoint: ConfigurationEndpointSpec | None = None
     delivery: Delivery = DEFAULT_DELIVERY
+    additional_languages: tuple[str, ...] = ()
+    multilingual_mode: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -373,6 +379,8 @@ class AgentPatch:
     enable_redaction: bool | Unset = UNSET
     configuration_endpoint: ConfigurationEndpointSpec | Unset | None = UNSET
     delivery: DeliveryPatch | Unset = UNSET
+    additional_languages: tuple[str, ...] | Unset = UNSET
+    multilingual_mode: str | Unset | None = UNSET
 
 
 @dataclass(frozen=True, slots=True)
@@ -462,6 +470,11 @@ class Conversation:
     """Its agent's `language` and `audio_format`; None without an agent."""
     replay_of: str | None = None
     """The conversation whose recording it replays (`conversations.replay`); else None."""
+    heard_languages: tuple[str, ...] = ()
+    """The languages the recognizer heard the user speak, in the order first heard."""
+    additional_languages: tuple[str, ...] = ()
+    multilingual_mode: str | None = None
+    """Its agent's `additional_languages` and `multilingual_mode` (API.md section 18)."""
 
     @property
     def duration_ms(self) -> int | None:

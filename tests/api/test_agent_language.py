@@ -19,7 +19,10 @@ async def test_agent_language_english_accepted_by_tiny_en(tenant: Tenant) -> Non
 async def test_agent_language_other_than_english_refused_by_tiny_en(tenant: Tenant) -> None:
     made = await tenant.client.post("/v1/agents", json={"name": "a", "language": "de"})
     body = assert_error(made, 400, "unsupported_language")
-    assert body["param_errors"] == {"language": "must be one of: en"}
+    assert body["param_errors"] == {
+        "language": "must be one of: en; other languages need a multilingual speech model "
+        "(PARLEY_STT_MODEL=base)"
+    }
     assert (await tenant.client.post("/v1/agents", json={"name": "a"})).status_code == 201
     changed = await tenant.client.patch("/v1/agents/a", json={"language": "es"})
     assert_error(changed, 400, "unsupported_language")

@@ -64,3 +64,15 @@ def test_speech_check_tiny_en_recognizer_knows_only_english() -> None:
 def test_speech_check_placeholder_recognizer_takes_any_language() -> None:
     speech = EngineSpeech(load_synthesizer(), PlaceholderRecognizer())
     check_speech(speech, voice_id="heart", language="de")
+
+
+@pytest.mark.anyio
+async def test_create_agent_additional_languages_tiny_en_unsupported_language(
+    tenant: Tenant,
+) -> None:
+    made = await tenant.client.post(
+        "/v1/agents",
+        json={"name": "a", "additional_languages": ["de"], "multilingual_mode": "auto"},
+    )
+    body = assert_error(made, 400, "unsupported_language")
+    assert "PARLEY_STT_MODEL=base" in body["param_errors"]["additional_languages"]

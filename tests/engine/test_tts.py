@@ -18,7 +18,7 @@ from parley.engine import (
     load_synthesizer,
 )
 from parley.engine.audio import decode, render
-from parley.engine.synthesizers import parse_wav
+from parley.engine.synthesizers import WithLanguageVoices, parse_wav
 
 SENTENCE = "Hello there, how are you today?"
 LONG_TEXT = (
@@ -96,7 +96,17 @@ def test_hibari_voice_not_on_disk_unavailable(
 
 
 def test_load_synthesizer_hibari_installed_preferred() -> None:
-    assert isinstance(load_synthesizer(), HibariSynthesizer)
+    synthesizer = load_synthesizer()
+    assert synthesizer.default_voice == HibariSynthesizer.default_voice
+    assert synthesizer.resolve_voice("us_female") == "heart"  # hibari's, not espeak-ng's
+
+
+def test_load_synthesizer_espeak_installed_adds_a_voice_per_other_language() -> None:
+    synthesizer = load_synthesizer()
+    assert isinstance(synthesizer, WithLanguageVoices)
+    assert {"heart", "espeak-de", "espeak-es"} <= set(synthesizer.voices())
+    assert (synthesizer.language_of("heart"), synthesizer.language_of("espeak-de")) == ("en", "de")
+    assert synthesizer.resolve_voice("en-us") is None  # espeak-ng's English stays out
 
 
 def wav_bytes(samples: list[int], rate: int = 22_050, streaming: bool = True) -> bytes:

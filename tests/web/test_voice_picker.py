@@ -7,6 +7,7 @@ import re
 
 import pytest
 
+from parley.engine import EspeakSynthesizer
 from parley.services.voices import Voice
 from parley.web.agent_forms import voice_choices
 from tests.types import MakeAgent, Tenant
@@ -14,6 +15,7 @@ from tests.web.helpers import Browser, csrf_of
 
 pytestmark = pytest.mark.anyio
 
+OTHER_LANGUAGES = [(voice, False) for voice in EspeakSynthesizer.language_voices()]
 SELECT = re.compile(r'<select name="voice_id"[^>]*>(.*?)</select>', re.DOTALL)
 
 
@@ -31,7 +33,8 @@ async def test_create_agent_form_picks_voice_from_installed_voices(
 ) -> None:
     await browser.sign_in(tenant.api_key)
     page = await browser.http.get("/dashboard/agents")
-    assert options(page.text) == [("us_female", True), ("heart", False)]
+    # hibari's voice, then espeak-ng's of the other languages (API.md section 18)
+    assert options(page.text) == [("us_female", True), ("heart", False), *OTHER_LANGUAGES]
     assert '<input name="voice_id"' not in page.text
 
 
@@ -42,7 +45,7 @@ async def test_edit_agent_form_keeps_current_voice_selected(
     await tenant.client.patch(f"/v1/agents/{agent['id']}", json={"voice_id": "heart"})
     await browser.sign_in(tenant.api_key)
     page = await browser.http.get(f"/dashboard/agents/{agent['id']}")
-    assert options(page.text) == [("heart", True)]
+    assert options(page.text) == [("heart", True), *OTHER_LANGUAGES]
 
 
 async def test_edit_agent_form_unknown_voice_refused_and_shown_again(

@@ -4,7 +4,9 @@ each refused with 400 `validation_error` naming it, "is not supported".
 
 Mixins of `AgentCreate`, `AgentUpdate` and `AgentUpsert` (api/schemas.py), strict as every
 input is. The members of other parts (`configuration_endpoint`, the languages of API.md
-section 18, `built_in_tool_configs`) are not listed here: they keep their own answers.
+section 18, `built_in_tool_configs`) are not listed here: they keep their own answers. The
+SDK's deprecated `languages` is refused: `default_language` and `additional_languages` say
+it (services/languages.py).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ UNSUPPORTED_AGENT_MEMBERS = (
     "inbound_rollout_forward_phone_number",
     "integrations",
     "intelligence_level",
+    "languages",
     "listen_only_inbound_enabled",
     "listen_only_inbound_message",
     "mcp_server_ids",

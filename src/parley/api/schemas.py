@@ -81,6 +81,22 @@ Language = Annotated[
 ]
 
 
+AdditionalLanguages = Annotated[
+    list[Language],
+    Field(
+        max_length=100,  # the service allows 4 (services/languages.py), and says so
+        description="Languages the agent also hears and speaks (at most 4; not the default).",
+    ),
+]
+MultilingualMode = Annotated[
+    Literal["auto", "initial", "request"],
+    Field(
+        description="`auto`: each turn's language is detected and answered in; `initial`: "
+        "the first turn decides; `request`: the user asks to switch. Null: `auto`."
+    ),
+]
+
+
 def _name(value: str) -> str:
     if not is_valid_name(value):
         raise ValueError(NAME_RULE)
@@ -391,6 +407,11 @@ class AgentCreate(Input, DeliveryIn, UnsupportedAgentMembers):
     system_prompt: SystemPrompt = agents.DEFAULT_SYSTEM_PROMPT
     welcome_message: WelcomeMessage | None = None
     language: Language = agents.DEFAULT_LANGUAGE
+    default_language: Language | None = Field(
+        default=None, description="The SDK's name of `language`; given both, this one wins."
+    )
+    additional_languages: AdditionalLanguages = Field(default_factory=list)
+    multilingual_mode: MultilingualMode | None = None
     audio_format: AudioFormat = agents.DEFAULT_AUDIO_FORMAT
     phone_numbers: PhoneNumbers = Field(default_factory=list)
     tools: ToolNames = Field(
@@ -443,6 +464,9 @@ class AgentUpdate(Input, DeliveryUpdate, UnsupportedAgentMembers):
     system_prompt: SystemPrompt | None = None
     welcome_message: WelcomeMessage | None = None
     language: Language | None = None
+    default_language: Language | None = None
+    additional_languages: AdditionalLanguages | None = None
+    multilingual_mode: MultilingualMode | None = None
     audio_format: AudioFormat | None = None
     phone_numbers: PhoneNumbers | None = None
     tools: ToolNames | None = None
@@ -467,6 +491,7 @@ class AgentUpdate(Input, DeliveryUpdate, UnsupportedAgentMembers):
             "no_input_end_conversation_sec",
             "voicemail_message",
             "external_storage_policy",
+            "multilingual_mode",
             *DeliveryUpdate.NULLABLE_DELIVERY,
         }
     )
@@ -882,6 +907,9 @@ class ConversationOut(BaseModel):
     """A few sentences by the language model (API.md section 16); null until written."""
     is_redacted: bool
     """It ran with `enable_redaction` (API.md section 16)."""
+    heard_languages: list[str] = Field(
+        description="The languages heard from the user, in the order first heard."
+    )
     created_at: Timestamp
     # The official SDK's `Conversation` members (API.md section 17), each saying what Parley
     # does: services/event_payloads.py `sdk_members` is their one home.
@@ -897,7 +925,8 @@ class ConversationOut(BaseModel):
     pronunciation_dictionary: list[dict[str, str]]
     min_words_to_interrupt: int
     default_language: str
-    multilingual_mode: Literal["auto"]
+    additional_languages: list[str]
+    multilingual_mode: Literal["auto", "initial", "request"]
     push_to_talk: bool
     task_results: dict[str, Any]
     replay_of: str | None = Field(description="The conversation it replays (`origin` replay).")

@@ -152,6 +152,10 @@ class AgentRow(Base):
     """`{"url", "headers": {name: sealed value}, "timeout_ms", "secret": sealed}` (API.md
     section 17); None: no configuration endpoint."""
     delivery: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    additional_languages: Mapped[list[str]] = mapped_column(JSON, server_default="[]")
+    """Languages it also hears and speaks (API.md section 18), in order."""
+    multilingual_mode: Mapped[str | None] = mapped_column(String(16))
+    """`auto`, `initial` or `request`; None: `auto` (services/languages.py)."""
     version: Mapped[int] = mapped_column(Integer, server_default=sql_text("1"))
     """1 at creation, one more at each update (the SDK's `version_number`)."""
     """`Delivery.to_json()` (API.md section 17); None: every member's default."""
@@ -339,6 +343,8 @@ class ConversationRow(Base):
     """Milliseconds from start to end, stored when it ends (the list's duration filters)."""
     replay_of: Mapped[str | None] = mapped_column(String(128))
     """The conversation whose recording it replays (`conversations.replay`); else None."""
+    heard_languages: Mapped[list[str]] = mapped_column(JSON, server_default="[]")
+    """The languages heard from the user (API.md section 18), in the order first heard."""
 
     __table_args__ = (
         Index("ix_conversations_org_id_created_at", "org_id", "created_at"),

@@ -29,6 +29,7 @@ from parley.engine.base import (
     InputText,
     InterruptedResponse,
     KeypadPressed,
+    LanguageSettings,
     Recognizer,
     ReplyGenerator,
     ReplyPart,
@@ -60,6 +61,7 @@ from parley.engine.errors import (
     UnknownAudioFormat,
 )
 from parley.engine.factory import DefaultEngineFactory, build_engine_factory
+from parley.engine.languages import LANGUAGE_NAMES, MULTILINGUAL_MODES, requested_language
 from parley.engine.options import EngineOptions, LlmOptions
 from parley.engine.recognizers import PlaceholderRecognizer, WhisperRecognizer, check_model_dir
 from parley.engine.replies import (
@@ -96,8 +98,10 @@ __all__ = [
     "HOLDING_LINE_AFTER_S",
     "KEYPAD_DONE",
     "KEYPAD_TOOL",
+    "LANGUAGE_NAMES",
     "MAX_INPUT_CHUNK_MS",
     "MAX_TOOL_ROUNDS",
+    "MULTILINGUAL_MODES",
     "OUTPUT_CHUNK_MS",
     "SILENCE_TOOL",
     "AgentTuning",
@@ -132,6 +136,7 @@ __all__ = [
     "InvalidAudioChunk",
     "KeypadPressed",
     "LanguageModelRefused",
+    "LanguageSettings",
     "LlmOptions",
     "ModelAnswer",
     "NoTools",
@@ -170,6 +175,7 @@ __all__ = [
     "check_model_dir",
     "installed_turn_model",
     "load_synthesizer",
+    "requested_language",
     "sentences_of",
     "spoken",
     "wav_file",

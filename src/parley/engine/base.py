@@ -9,7 +9,7 @@ and a Synthesizer (text to speech).
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Literal, Protocol, Self, TypeAlias
@@ -40,6 +40,18 @@ class AgentTuning:
 
 
 @dataclass(frozen=True)
+class LanguageSettings:
+    """An agent's languages beyond its default (`SessionConfig.language`): API.md section 18,
+    engine/languages.py."""
+
+    additional: tuple[str, ...] = ()
+    mode: str = "auto"
+    """`auto`, `initial` or `request` (engine/languages.py)."""
+    voices: tuple[tuple[str, str], ...] = ()
+    """(language, voice ID) for each language that speaks with a voice of its own."""
+
+
+@dataclass(frozen=True)
 class SessionConfig:
     """What one conversation needs from its agent and the client's `config` message."""
 
@@ -66,6 +78,8 @@ class SessionConfig:
     decode an alignment pass (docs/performance.md)."""
     tuning: AgentTuning = AgentTuning()
     """The agent's welcome, pace, pronunciations, local time and turn settings."""
+    languages: LanguageSettings = LanguageSettings()
+    """The languages besides `language`, how the reply's is chosen, a voice for each."""
 
 
 @dataclass(frozen=True)
@@ -258,11 +272,15 @@ class Recognizer(Protocol):
         partial: bool = False,
         prompt: str = "",
         words: bool = False,
+        languages: Sequence[str] = (),
     ) -> Transcript | None:
         """Return the words of an utterance, starting with `prefix` when one is given.
 
         `prompt` names words to expect (the agent's keywords); a recognizer may ignore it.
         `words` (finals only) asks for `Transcript.words`, the times of the words.
+        `languages` (finals only; given only to a multilingual agent's recognizer,
+        engine/languages.py): decode in the one of them the speech is likeliest in, and
+        report it as `Transcript.language`; a recognizer that cannot tell uses `language`.
         A partial decode is optional work: return None to skip it (e.g. when busy).
         Run heavy work off the event loop.
         """

@@ -26,6 +26,8 @@ does (the carrier heard a person); `release_welcome(speak=False)` drops it.
 With `SessionConfig.word_timings` each InputText carries its words' times in the input
 stream: the listener gives them in the time of the audio it heard, and the engine adds the
 muted audio it did not hear before them (`_InputClock`).
+A multilingual agent's languages (which the recognizer listens for, which the reply is in,
+and its voice) are engine/languages.py's `LanguageChoice`.
 """
 
 from __future__ import annotations
@@ -68,6 +70,7 @@ from parley.engine.base import (
     Word,
 )
 from parley.engine.errors import EngineClosed, TooManyPendingResponses
+from parley.engine.languages import LanguageChoice
 from parley.engine.listening import Listener
 from parley.engine.semantic import SemanticParams, SmartTurn
 from parley.engine.speaker import Response, Speaker
@@ -191,6 +194,7 @@ class DefaultEngine:
         self._held_welcome: _Say | _Reply | None = None
         self._said_goodbye = False  # AssistantEndedConversation went out: nothing more
         self._input_clock = _InputClock()
+        self._languages = LanguageChoice(config.language, config.languages)
         voice = synthesizer.resolve_voice(config.voice_id)
         self._voice_warning = None
         if voice is None:
@@ -227,7 +231,7 @@ class DefaultEngine:
         vad, semantic = listening(settings.vad, settings.semantic, self._config.tuning)
         self._listener = Listener(
             self._config.input_format,
-            recognizer=self._recognizer,
+            recognizer=self._languages.recognizer(self._recognizer),
             vad_model=model,
             params=vad,
             language=self._config.language,
@@ -415,6 +419,7 @@ class DefaultEngine:
             words = tuple(self._input_clock.placed(word) for word in transcript.words)
             await self._emit(InputText(transcript.text, transcript.language, words))
             self._history.append(Turn("user", transcript.text))
+            self._follow_language(transcript)
             if heard.answered:
                 continue  # the welcome answered it: its words join the history only
             if self._ear().detector.in_turn:
@@ -472,8 +477,10 @@ class DefaultEngine:
         zone = self._config.tuning.timezone
         return ReplyRequest(
             agent_name=self._config.agent_name,
-            system_prompt=with_local_time(self._system_prompt, self._clock.time(), zone),
-            language=self._config.language,
+            system_prompt=self._languages.instructed(
+                with_local_time(self._system_prompt, self._clock.time(), zone)
+            ),
+            language=self._languages.current,
             history=tuple(self._history),
             user_message=job.user_message,
             system_message=job.system_message,
@@ -482,6 +489,13 @@ class DefaultEngine:
         )
 
     # --- helpers ----------------------------------------------------------------------------
+
+    def _follow_language(self, transcript: Transcript) -> None:
+        """A turn that changes the reply's language changes its voice too."""
+        language = self._languages.heard(transcript)
+        if language is not None:
+            voice_id = self._languages.voice(language) or self._config.voice_id
+            self._speaker.voice = self._synthesizer.resolve_voice(voice_id) or self._speaker.voice
 
     def _ear(self) -> Listener:
         if self._listener is None:

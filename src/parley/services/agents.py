@@ -28,6 +28,7 @@ Rules:
 12. The delivery's members follow services/delivery.py (400 `validation_error` naming each).
 13. An upsert (services/agent_upsert.py) inserts with `insert_agent` or replaces with
    `update_locked`: the rules of a create or of an update.
+14. Its languages follow services/languages.py (a PATCH is checked as the agent it makes).
 """
 
 from __future__ import annotations
@@ -71,6 +72,7 @@ from parley.services.delivery import check_delivery
 from parley.services.eval_prompts import check_eval_prompt_names
 from parley.services.event_payloads import agent_json
 from parley.services.extraction_schemas import check_schema_names
+from parley.services.languages import check_languages
 from parley.services.orgs import MAIN_PROJECT
 from parley.services.paging import page_of
 from parley.services.silence import DEFAULT_POKE_TEXT, check_silence
@@ -111,7 +113,8 @@ async def create_agent(
 
 def check_spec(spec: AgentSpec, speech: SpeechCatalog | None) -> None:
     """The checks of a new agent's fields that need no database (create and upsert)."""
-    check_speech(speech, voice_id=spec.voice_id, language=spec.language)
+    check_speech(speech, voice_id=spec.voice_id, language=None)
+    check_languages(speech, default=spec.language, additional=spec.additional_languages)
     check_silence(
         poke_sec=spec.no_input_poke_sec,
         poke_text=spec.no_input_poke_text,
@@ -226,7 +229,7 @@ async def update_locked(
     check_speech(
         speech,
         voice_id=None if isinstance(patch.voice_id, Unset) else patch.voice_id,
-        language=None if isinstance(patch.language, Unset) else patch.language,
+        language=None,
     )
     _check_silence_patch(patch)
     if not isinstance(patch.name, Unset) and patch.name != agent.name:
@@ -235,6 +238,7 @@ async def update_locked(
     if not isinstance(patch.phone_numbers, Unset):
         await _refuse_taken_numbers(session, patch.phone_numbers, agent_id=agent.id)
     await _check_merged(session, agent, patch)
+    await _check_languages(session, agent, patch, speech)
     endpoint = await _endpoint_of(session, ctx, agent, patch)
     await agent_repo.apply_patch(
         session,
@@ -448,6 +452,20 @@ async def _announce(
         return {"agent": agent_json(current)}
 
     await events.emit(session, ctx, org_id=agent.org_id, event_type=event_type, data=data)
+
+
+async def _check_languages(
+    session: Session, agent: AgentState, patch: AgentPatch, speech: SpeechCatalog | None
+) -> None:
+    """Rule 14 on the agent the patch makes (only when it touches its languages)."""
+    if _unset(patch, "language") and _unset(patch, "additional_languages"):
+        return
+    current = await agent_repo.load(session, agent.id)
+    check_languages(
+        speech,
+        default=_pick(patch.language, current.language),
+        additional=_pick(patch.additional_languages, current.additional_languages),
+    )
 
 
 async def _check_merged(session: Session, agent: AgentState, patch: AgentPatch) -> None:

@@ -307,3 +307,15 @@ async def set_external_id(
         if found is None:
             raise ConversationNotFound()
         await conversation_repo.set_external_id(session, found, external_id)
+
+
+async def add_heard_language(
+    ctx: Context, *, org_id: str, conversation_id: str, language: str
+) -> None:
+    """Add a language heard from the user to the conversation's `heard_languages` (API.md
+    section 18); nothing when it is listed already."""
+    async with ctx.db.transaction() as session:
+        found = await conversation_repo.find(session, org_id, conversation_id, for_update=True)
+        if found is None:
+            raise ConversationNotFound()
+        await conversation_repo.add_heard_language(session, found, language)

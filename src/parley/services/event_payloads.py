@@ -78,10 +78,10 @@ def agent_delivery_json(agent: Agent) -> JsonObject:
         "generate_no_input_poke_text": False,
         "push_to_talk": False,
         "built_in_tool_configs": {},
-        # One language per agent, and any speech interrupts a reply, until issue #42:
-        "default_language": agent.language,
-        "additional_languages": [],
-        "multilingual_mode": None,
+        "default_language": agent.language,  # section 4's `language` (API.md section 18)
+        "additional_languages": list(agent.additional_languages),
+        "multilingual_mode": agent.multilingual_mode or "auto",  # null stored: `auto`
+        # Any speech interrupts a reply, until issue #42:
         "min_words_to_interrupt": 1,
         "intelligence_level": None,  # the model is the one Parley was started with
     }
@@ -128,6 +128,7 @@ def conversation_json(conversation: Conversation) -> JsonObject:
         },
         "summary": conversation.summary,
         "is_redacted": conversation.is_redacted,
+        "heard_languages": list(conversation.heard_languages),
         "created_at": isoformat(conversation.created_at),
         **sdk_members(conversation),
         "items": [item_json(index, item) for index, item in enumerate(conversation.items)],
@@ -161,7 +162,8 @@ def sdk_members(conversation: Conversation) -> JsonObject:
         "pronunciation_dictionary": [],
         "min_words_to_interrupt": 1,
         "default_language": conversation.language or "en",
-        "multilingual_mode": "auto",
+        "additional_languages": list(conversation.additional_languages),
+        "multilingual_mode": conversation.multilingual_mode or "auto",
         "push_to_talk": False,
         "task_results": {},
         "replay_of": conversation.replay_of,

@@ -6,6 +6,11 @@ its aliases such as the default `us_female` count) and a `language` the recogniz
 know (400 `unsupported_language`; tiny.en knows only `en`, base and small Whisper's 99
 languages: parley.engine.recognizers.models).
 
+Each voice speaks one language (`Voice.language`: the synthesizer's `language_of`, else
+English): hibari's voices speak English, espeak-ng's `espeak-<tag>` voices the other
+languages (engine/synthesizers). `voice_for` picks the voice a language speaks with; the
+rules of an agent's languages are services/languages.py's.
+
 The services see the engine through `SpeechCatalog`, built once per process from the engine
 factory the app holds (`catalog_of`), never by building an engine themselves.
 """
@@ -13,14 +18,14 @@ factory the app holds (`catalog_of`), never by building an engine themselves.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from parley.engine import EngineFactory, Recognizer, Synthesizer, WhisperRecognizer
 from parley.errors import InvalidRequest
 
 VOICE_LANGUAGE = "en"
-"""The language of every voice the engine ships (hibari's Kokoro voices are en-US and
-en-GB, espeak-ng's en-us and en-gb); the synthesizer names no language of its own."""
+"""The language of a voice whose synthesizer names none (hibari's Kokoro voices are en-US
+and en-GB)."""
 
 
 class UnknownVoice(InvalidRequest):
@@ -61,6 +66,17 @@ class SpeechCatalog(Protocol):
         """The primary language tags the recognizer understands (None: any)."""
         ...
 
+    def language_of(self, voice_id: str) -> str | None:
+        """The language `voice_id` (a voice or one of its aliases) speaks; None: unknown."""
+        ...
+
+
+@runtime_checkable
+class _SpeaksLanguages(Protocol):
+    """A synthesizer that says which language each voice speaks (the engine's do)."""
+
+    def language_of(self, voice: str) -> str: ...
+
 
 class EngineSpeech:
     """A SpeechCatalog read from the engine's synthesizer and recognizer."""
@@ -70,15 +86,28 @@ class EngineSpeech:
         self._languages = _recognizer_languages(recognizer)
 
     def voices(self) -> tuple[Voice, ...]:
-        """The synthesizer's voices, each named for display."""
+        """The synthesizer's voices, each named for display, with its language."""
         return tuple(
-            Voice(id=name, name=_display_name(name), language=VOICE_LANGUAGE)
+            Voice(id=name, name=_display_name(name), language=self._language(name))
             for name in self._synthesizer.voices()
         )
 
     def knows_voice(self, voice_id: str) -> bool:
         """Whether the synthesizer resolves `voice_id`."""
         return self._synthesizer.resolve_voice(voice_id) is not None
+
+    def language_of(self, voice_id: str) -> str | None:
+        """The language of the voice `voice_id` resolves to (None: no such voice)."""
+        voice = self._synthesizer.resolve_voice(voice_id)
+        return None if voice is None else self._language(voice)
+
+    def _language(self, voice: str) -> str:
+        synthesizer = self._synthesizer
+        return (
+            synthesizer.language_of(voice)
+            if isinstance(synthesizer, _SpeaksLanguages)
+            else (VOICE_LANGUAGE)
+        )
 
     def languages(self) -> frozenset[str] | None:
         """The recognizer's languages (None: no recognizer that cares, e.g. PARLEY_STT=none)."""
@@ -125,6 +154,14 @@ def _recognizer_languages(recognizer: Recognizer | None) -> frozenset[str] | Non
     if not isinstance(recognizer, WhisperRecognizer):
         return None  # the placeholder recognizer hears no words in any language
     return recognizer.languages
+
+
+def voice_for(speech: SpeechCatalog, language: str, *, preferred: str) -> str | None:
+    """The voice `language` speaks with: `preferred` (the agent's `voice_id`) when it speaks
+    that language, else the first installed voice that does (None: none does)."""
+    if speech.language_of(preferred) == language:
+        return preferred
+    return next((voice.id for voice in speech.voices() if voice.language == language), None)
 
 
 def list_voices(speech: SpeechCatalog | None) -> tuple[Voice, ...]:

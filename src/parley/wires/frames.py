@@ -101,6 +101,10 @@ class PronunciationFrame(_Frame):
     pronunciation: Annotated[FreeText, StringConstraints(max_length=200)]
 
 
+LanguageTag = Annotated[Label, StringConstraints(pattern=r"^[a-z]{2,3}$")]
+"""A BCP 47 primary language tag in lower case (`en`, `de`)."""
+
+
 class Configure(_Frame):
     type: Literal["config"]
     agent: Annotated[Label, StringConstraints(min_length=1, max_length=64)]
@@ -143,6 +147,12 @@ class Configure(_Frame):
     )
     vad_min_silence_duration_ms: int | None = None
     vad_threshold: float | None = None
+    # The languages (API.md section 18): omitted, the agent's; the session checks them
+    # (services/languages.py).
+    language: LanguageTag | None = None
+    default_language: LanguageTag | None = None
+    additional_languages: Annotated[list[LanguageTag], Field(max_length=100)] | None = None
+    multilingual_mode: Literal["auto", "initial", "request"] | None = None
 
 
 class ResetOptions(Configure):

@@ -80,6 +80,12 @@ def _configure(frame: frames.Configure) -> codec.Configure:
         data_retention_policy=_retention(frame.data_retention_policy),
         enable_redaction=frame.enable_redaction,
         delivery=_delivery(frame),
+        language=frame.language,
+        default_language=frame.default_language,
+        additional_languages=(
+            None if frame.additional_languages is None else tuple(frame.additional_languages)
+        ),
+        multilingual_mode=frame.multilingual_mode,
         **_silence(frame),
         **_storage(frame),
     )

@@ -9,6 +9,7 @@ from tests import languages, speech
 
 from parley.engine import Utterance, WhisperRecognizer
 from parley.engine.audio import resample
+from parley.engine.recognizers.whisper import likeliest_language
 
 pytestmark = pytest.mark.anyio
 
@@ -98,3 +99,31 @@ async def test_whisper_tiny_en_reports_english_whatever_the_language_asked() -> 
         await recognizer.aclose()
     assert heard is not None
     assert heard.language == "en"
+
+
+async def test_whisper_base_languages_decodes_in_the_likeliest_of_them_and_reports_it() -> None:
+    """A multilingual agent's turn (API.md section 18): detected among its languages, then
+    decoded in the one found, whatever language the decode was told."""
+    german = utterance(languages.espeak_spoken(languages.GERMAN, "de"))
+    spanish = utterance(languages.espeak_spoken(languages.SPANISH, "es"))
+    recognizer = WhisperRecognizer("base")
+    try:
+        heard_de = await recognizer.transcribe(german, language="en", languages=("en", "de", "es"))
+        heard_es = await recognizer.transcribe(spanish, language="en", languages=("en", "de", "es"))
+        only_en_de = await recognizer.transcribe(spanish, language="en", languages=("en", "de"))
+    finally:
+        await recognizer.aclose()
+    assert heard_de is not None
+    assert heard_es is not None
+    assert only_en_de is not None
+    assert heard_de.language == "de"
+    assert languages.word_errors(languages.GERMAN, heard_de.text) <= 2, heard_de.text
+    assert heard_es.language == "es"
+    assert languages.word_errors(languages.SPANISH, heard_es.text) <= 2, heard_es.text
+    assert only_en_de.language in ("en", "de")  # never a language the agent does not have
+
+
+def test_likeliest_language_among_the_candidates_else_the_first() -> None:
+    ranked = [("<|es|>", 0.7), ("<|de|>", 0.2), ("<|en|>", 0.1)]
+    assert likeliest_language(ranked, ("en", "de")) == "de"
+    assert likeliest_language(ranked, ("fr", "it")) == "fr"

@@ -41,7 +41,7 @@ from parley.records import (
     TemplateVariable,
     Unset,
 )
-from parley.services import agent_upsert, agents
+from parley.services import agent_upsert, agents, languages
 from parley.text import Label
 
 router = APIRouter(prefix="/v1/agents", tags=["agents"])
@@ -129,7 +129,9 @@ def _spec_of(body: AgentCreate) -> AgentSpec:
         voice_id=body.voice_id,
         system_prompt=body.system_prompt,
         welcome_message=body.welcome_message,
-        language=body.language,
+        language=languages.default_of(body.language, body.default_language) or body.language,
+        additional_languages=tuple(body.additional_languages),
+        multilingual_mode=body.multilingual_mode,
         audio_format=body.audio_format,
         phone_numbers=tuple(body.phone_numbers),
         tools=tuple(body.tools),
@@ -187,9 +189,15 @@ async def update_agent(
         "extraction_schemas",
         "eval_prompts",
         "configuration_endpoint",
+        "language",
+        "default_language",
+        "additional_languages",
     }
+    default_language = languages.default_of(body.language, body.default_language)
     patch = AgentPatch(
         **{name: getattr(body, name) for name in sent - lists},
+        language=default_language if default_language is not None else UNSET,
+        additional_languages=_tuple_or_unset(body.additional_languages),
         phone_numbers=_tuple_or_unset(body.phone_numbers),
         tools=_tuple_or_unset(body.tools),
         extraction_schemas=_tuple_or_unset(body.extraction_schemas),

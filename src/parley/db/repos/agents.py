@@ -98,6 +98,8 @@ def to_record(
         enable_redaction=bool(row.enable_redaction),
         configuration_endpoint=endpoint_of(row.configuration_endpoint),
         delivery=Delivery.from_json(row.delivery),
+        additional_languages=tuple(row.additional_languages or ()),
+        multilingual_mode=row.multilingual_mode,
         version=int(row.version),
     )
 
@@ -259,6 +261,8 @@ async def insert(
         enable_redaction=spec.enable_redaction,
         configuration_endpoint=stored_endpoint(configuration_endpoint),
         delivery=spec.delivery.to_json(),
+        additional_languages=list(spec.additional_languages),
+        multilingual_mode=spec.multilingual_mode,
         disabled_at=None,
         created_at=now,
         updated_at=now,
@@ -282,6 +286,7 @@ PATCHABLE_COLUMNS = (
     "no_input_end_conversation_sec",
     "voicemail_message",
     "enable_redaction",
+    "multilingual_mode",
 )
 
 
@@ -316,7 +321,7 @@ async def apply_patch(
         changes["data_retention_policy"] = patch.data_retention_policy.to_json()
     if not isinstance(delivery, Unset):
         changes["delivery"] = delivery.to_json()
-    for listed in ("tools", "extraction_schemas", "eval_prompts"):
+    for listed in ("tools", "extraction_schemas", "eval_prompts", "additional_languages"):
         if not isinstance(names := getattr(patch, listed), Unset):
             changes[listed] = list(names)
     if not isinstance(patch.boosted_keywords, Unset):

@@ -83,6 +83,7 @@ class ConversationState:
     summary: str | None = None
     redacted: bool = False
     replay_of: str | None = None
+    heard_languages: tuple[str, ...] = ()
 
 
 COLUMNS = tuple(field.name for field in fields(ConversationState))
@@ -125,6 +126,7 @@ def to_state(row: ConversationRow) -> ConversationState:
         summary=row.summary,
         redacted=bool(row.redacted),
         replay_of=row.replay_of,
+        heard_languages=tuple(row.heard_languages or ()),
     )
 
 
@@ -143,11 +145,20 @@ class Joined:
     agent_name: str | None = None
     language: str | None = None
     audio_format: str | None = None
+    additional_languages: tuple[str, ...] = ()
+    multilingual_mode: str | None = None
 
     @classmethod
     def of(cls, row: Any) -> Joined:
         """From a row with the columns `JOINED_COLUMNS` labels."""
-        return cls(row.workspace or "", row.agent_name, row.agent_language, row.agent_format)
+        return cls(
+            row.workspace or "",
+            row.agent_name,
+            row.agent_language,
+            row.agent_format,
+            tuple(row.agent_additional_languages or ()),
+            row.agent_multilingual_mode,
+        )
 
 
 JOINED_COLUMNS = (
@@ -155,6 +166,8 @@ JOINED_COLUMNS = (
     AgentRow.name.label("agent_name"),
     AgentRow.language.label("agent_language"),
     AgentRow.audio_format.label("agent_format"),
+    AgentRow.additional_languages.label("agent_additional_languages"),
+    AgentRow.multilingual_mode.label("agent_multilingual_mode"),
 )
 """Select these, outer-joined (`with_joined`), and read them with `Joined.of`."""
 
@@ -207,6 +220,9 @@ def to_record(
         language=joined.language if row.agent_id else None,
         audio_format=joined.audio_format if row.agent_id else None,
         replay_of=row.replay_of,
+        heard_languages=tuple(row.heard_languages or ()),
+        additional_languages=joined.additional_languages if row.agent_id else (),
+        multilingual_mode=joined.multilingual_mode if row.agent_id else None,
     )
 
 
@@ -292,6 +308,8 @@ _READ = (
         _AGENTS.c.name.label("agent_name"),
         _AGENTS.c.language.label("agent_language"),
         _AGENTS.c.audio_format.label("agent_format"),
+        _AGENTS.c.additional_languages.label("agent_additional_languages"),
+        _AGENTS.c.multilingual_mode.label("agent_multilingual_mode"),
         _ITEMS.c.item_id.label("item_id"),
         _ITEMS.c.role.label("item_role"),
         _ITEMS.c.text.label("item_text"),
@@ -747,6 +765,15 @@ async def set_template_variables(
     session: AsyncSession, state: ConversationState, values: Mapping[str, str]
 ) -> None:
     await _write_changes(session, state, replace(state, template_variables=dict(values)))
+
+
+async def add_heard_language(
+    session: AsyncSession, state: ConversationState, language: str
+) -> None:
+    """Add `language` to the heard languages (no statement when it is there already)."""
+    if language not in state.heard_languages:
+        heard = (*state.heard_languages, language)
+        await _write_changes(session, state, replace(state, heard_languages=heard))
 
 
 def _columns(state: ConversationState) -> dict[str, object]:

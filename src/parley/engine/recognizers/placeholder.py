@@ -6,6 +6,8 @@ so reply generators know no words were heard).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from parley.engine.base import Transcript, Utterance
 
 
@@ -27,6 +29,7 @@ class PlaceholderRecognizer:
         partial: bool = False,
         prompt: str = "",  # noqa: ARG002 (no words to bias)
         words: bool = False,  # noqa: ARG002 (no words to time)
+        languages: Sequence[str] = (),  # noqa: ARG002 (no words to tell a language by)
     ) -> Transcript | None:
         """Return "[speech N.N s]" for the utterance's speech duration."""
         if partial:

@@ -35,7 +35,9 @@ A multilingual model decodes in the agent's language (Whisper's language token i
 and a final decode also asks it which language it hears (one decoder step on the same
 encoder output, about 15 ms with base): the transcript reports that language when Whisper
 gives it at least `HEARD_LANGUAGE_MIN` probability, else the agent's. An English-only model
-reports `en`.
+reports `en`. Given `languages` (a multilingual agent's, API.md section 18), a final asks
+first (the same decoder step, before decoding) which of them it hears, decodes in the
+likeliest and reports it (`likeliest_language`).
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ import logging
 import re
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -182,17 +184,25 @@ class WhisperRecognizer:
         partial: bool = False,
         prompt: str = "",
         words: bool = False,
+        languages: Sequence[str] = (),
     ) -> Transcript | None:
         """Decode one utterance at 16 kHz; None when a partial was skipped (queue busy).
 
         `prompt` (the agent's keywords) is given to Whisper as its initial prompt, the text
         it takes as what came before, which makes those spellings likelier. `words` (a final
-        only) times the words too (`Transcript.words`).
+        only) times the words too (`Transcript.words`). `languages` (a final only): decode
+        in the one of them Whisper finds likeliest, and report it.
         """
         if self._model is None:
             await self.warm_up()
         request = _Request(
-            utterance.samples, language, prefix, prompt, final=not partial, words=words
+            utterance.samples,
+            language,
+            prefix,
+            prompt,
+            final=not partial,
+            words=words,
+            candidates=tuple(languages) if not partial else (),
         )
         timed: Timed[_Decoded] | None
         if partial:
@@ -242,6 +252,18 @@ class WhisperRecognizer:
             ),
             to_cpu=False,
         )
+        detected = (
+            model.model.detect_language(encoded)
+            if multilingual and any(r.final for r in requests)
+            else None
+        )
+        if detected is not None:  # a multilingual agent's turn: decoded in the likeliest
+            requests = [
+                replace(r, language=likeliest_language(detected[index], r.candidates))
+                if r.candidates
+                else r
+                for index, r in enumerate(requests)
+            ]
         tokenizers = [
             Tokenizer(
                 model.hf_tokenizer,
@@ -273,11 +295,6 @@ class WhisperRecognizer:
             suppress_blank=True,
             suppress_tokens=[-1],
         )
-        detected = (
-            model.model.detect_language(encoded)
-            if multilingual and any(r.final for r in requests)
-            else None
-        )
         out: list[_Decoded] = []
         for index, (request, tokenizer, result) in enumerate(
             zip(requests, tokenizers, results, strict=True)
@@ -291,7 +308,7 @@ class WhisperRecognizer:
             words = [t for t in result.sequences_ids[0] if t < tokenizer.eot]
             words = words[: forced + budgets[index]]
             heard = request.language if multilingual else "en"
-            if detected is not None and request.final:
+            if detected is not None and request.final and not request.candidates:
                 heard = heard_language(detected[index], request.language)
             text = tokenizer.decode(words).strip()
             text = cut_decoder_repeats(text)
@@ -345,6 +362,7 @@ class _Request:
     prompt: str
     final: bool  # a turn's final decode: asks the language, may use beams
     words: bool = False  # a final whose words are timed too
+    candidates: tuple[str, ...] = ()  # decode in the likeliest of these (a final only)
 
 
 def timed_words(text: str, aligned: Sequence[Word]) -> tuple[Word, ...]:
@@ -397,6 +415,13 @@ def heard_language(ranked: list[tuple[str, float]], expected: str) -> str:
     token, probability = ranked[0]
     heard = str(token).removeprefix("<|").removesuffix("|>")
     return heard if probability >= HEARD_LANGUAGE_MIN else expected
+
+
+def likeliest_language(ranked: list[tuple[str, float]], candidates: Sequence[str]) -> str:
+    """Return the one of `candidates` Whisper finds likeliest in its ranked
+    `detect_language` answer (the first candidate when it ranks none of them)."""
+    scores = {str(token).removeprefix("<|").removesuffix("|>"): p for token, p in ranked}
+    return max(candidates, key=lambda language: scores.get(language, -1.0))
 
 
 def cut_decoder_repeats(text: str) -> str:

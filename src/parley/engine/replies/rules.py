@@ -5,6 +5,7 @@ short, deterministic sentences: an acknowledgement of the user's words and a lin
 the system prompt's "You are ..." sentence (else the agent's name). It cannot follow
 instructions: `system_message` is accepted and ignored. "bye" or "goodbye" in the user's words
 gets a farewell and ends the conversation. An LLM plugs in as another ReplyGenerator.
+A reply in a language of phrasebook.py (the request's `language`) uses its sentences.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import re
 from collections.abc import AsyncGenerator
 
 from parley.engine.base import EndConversation, ReplyPart, ReplyRequest, SessionConfig
+from parley.engine.replies.phrasebook import PHRASEBOOK, Phrases
 
 _MAX_QUOTED_WORDS = 12
 _ROLE = re.compile(r"\s*you\s+are\s+(.+?)(?:[.!?\n]|$)", re.IGNORECASE)
@@ -33,6 +35,11 @@ class RuleBasedReplies:
     async def reply(self, request: ReplyRequest) -> AsyncGenerator[ReplyPart, None]:
         """Yield the reply's text, then EndConversation when the user said goodbye."""
         message = (request.user_message or "").strip()
+        phrases = PHRASEBOOK.get(request.language)
+        if phrases is not None:
+            async for part in _translated(phrases, message, transcribed=request.transcribed):
+                yield part
+            return
         role = _role_line(request.system_prompt, request.agent_name)
         if not message:
             yield f"{role} How can I help you?"
@@ -43,6 +50,21 @@ class RuleBasedReplies:
             yield EndConversation()
         else:
             yield f"You said: {_quote(message)}. {role}"
+
+
+async def _translated(
+    phrases: Phrases, message: str, *, transcribed: bool
+) -> AsyncGenerator[ReplyPart, None]:
+    """The reply in a language of the phrasebook."""
+    if not message:
+        yield phrases.offer
+    elif not transcribed:
+        yield phrases.unclear
+    elif phrases.goodbye.search(message) or _GOODBYE.search(message):
+        yield phrases.farewell
+        yield EndConversation()
+    else:
+        yield f"{phrases.you_said}: {_quote(message)}. {phrases.offer}"
 
 
 def welcome_message(config: SessionConfig) -> str | None:

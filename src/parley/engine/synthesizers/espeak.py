@@ -1,7 +1,9 @@
-"""espeak-ng, the fallback voice where hibari-tts cannot be installed.
+"""espeak-ng, the fallback voice where hibari-tts cannot be installed, and the voice of the
+languages other than English (API.md section 18: no packaged voice of those is on PyPI).
 
 It runs the espeak-ng program (Debian package espeak-ng) as a subprocess, with a timeout and
-an output cap; it sounds robotic.
+an output cap; it sounds robotic. Its voices: "en-us" and "en-gb", and one per language of
+`LANGUAGE_VOICES` ("espeak-de" speaks German), each espeak-ng's voice of that language.
 """
 
 from __future__ import annotations
@@ -19,12 +21,35 @@ from parley.engine.synthesizers.hibari import DEFAULT_ALIASES, GENERIC_VOICES, v
 
 WORDS_PER_MINUTE = 175
 """espeak-ng's default pace (its `-s`)."""
+LANGUAGE_VOICES = {
+    "cs": "Czech",
+    "da": "Danish",
+    "de": "German",
+    "el": "Greek",
+    "es": "Spanish",
+    "fi": "Finnish",
+    "fr": "French",
+    "hi": "Hindi",
+    "hu": "Hungarian",
+    "it": "Italian",
+    "nl": "Dutch",
+    "pl": "Polish",
+    "pt": "Portuguese",
+    "ro": "Romanian",
+    "ru": "Russian",
+    "sv": "Swedish",
+    "tr": "Turkish",
+    "uk": "Ukrainian",
+}
+"""The languages besides English it offers a voice of (each one Whisper hears too), by
+primary tag: the voice `espeak-<tag>` is espeak-ng's `-v <tag>`."""
+LANGUAGE_VOICE_PREFIX = "espeak-"
 
 
 class EspeakSynthesizer:
-    """espeak-ng voices "en-us" (default) and "en-gb"; the hibari and generic IDs map by accent."""
+    """espeak-ng voices "en-us" (default) and "en-gb", the hibari and generic IDs mapped by
+    accent, and one voice of each language of `LANGUAGE_VOICES`."""
 
-    sample_rate = 22_050
     default_voice = "en-us"
     _ALIASES: ClassVar[dict[str, str]] = {
         "en-us": "en-us",
@@ -40,27 +65,47 @@ class EspeakSynthesizer:
         *,
         timeout_s: float = 10.0,
         max_output_bytes: int = 8 * 1024 * 1024,
+        sample_rate: int = 22_050,
     ) -> None:
         path = executable or shutil.which("espeak-ng")
         if path is None:
             raise SynthesizerUnavailable("espeak-ng is not installed.")
+        self.sample_rate = sample_rate
         self._executable = path
         self._timeout_s = timeout_s
         self._max_output_bytes = max_output_bytes
 
     def voices(self) -> tuple[str, ...]:
-        """Return the espeak-ng voices offered."""
-        return ("en-gb", "en-us")
+        """Return the espeak-ng voices offered: English, then one per other language."""
+        return ("en-gb", "en-us", *self.language_voices())
+
+    @staticmethod
+    def language_voices() -> tuple[str, ...]:
+        """The voices of the languages other than English ("espeak-de", ...)."""
+        return tuple(LANGUAGE_VOICE_PREFIX + tag for tag in LANGUAGE_VOICES)
 
     def describe(self, voice: str) -> str | None:
-        """Its accent: "American English (espeak-ng)" or "British English (espeak-ng)"."""
+        """Its accent or language: "American English (espeak-ng)", "German (espeak-ng)"."""
         accents = {"en-us": "American", "en-gb": "British"}
-        return f"{accents[voice]} English (espeak-ng)" if voice in accents else None
+        if voice in accents:
+            return f"{accents[voice]} English (espeak-ng)"
+        name = LANGUAGE_VOICES.get(voice.removeprefix(LANGUAGE_VOICE_PREFIX))
+        return f"{name} (espeak-ng)" if name else None
+
+    def language_of(self, voice: str) -> str:
+        """The primary language tag `voice` speaks ("en" for the English ones)."""
+        tag = voice.removeprefix(LANGUAGE_VOICE_PREFIX)
+        return tag if tag in LANGUAGE_VOICES else "en"
 
     def resolve_voice(self, voice_id: str) -> str | None:
-        """Map a voice_id to "en-us" or "en-gb"; "" and "default" mean "en-us"."""
+        """Map a voice_id to "en-us", "en-gb" or a language's voice; "" and "default" mean
+        "en-us"."""
         key = voice_key(voice_id)
-        return self.default_voice if key in DEFAULT_ALIASES else self._ALIASES.get(key)
+        if key in DEFAULT_ALIASES:
+            return self.default_voice
+        if key.startswith(LANGUAGE_VOICE_PREFIX) and self.language_of(key) != "en":
+            return key
+        return self._ALIASES.get(key)
 
     async def warm_up(self) -> None:
         """Nothing to load: each sentence starts its own process."""
@@ -68,7 +113,8 @@ class EspeakSynthesizer:
     async def synthesize(self, text: str, *, voice: str, speed: float = 1.0) -> Samples:
         """Run espeak-ng on one sentence (text on stdin, WAV on stdout) with a timeout; a
         `speed` other than 1.0 sets its words per minute (`-s`) to that share of its 175."""
-        command = [self._executable, "--stdin", "--stdout", "-v", voice]
+        spoken = voice.removeprefix(LANGUAGE_VOICE_PREFIX)
+        command = [self._executable, "--stdin", "--stdout", "-v", spoken]
         if speed != 1.0:
             command += ["-s", str(round(WORDS_PER_MINUTE * speed))]
         with anyio.fail_after(self._timeout_s):

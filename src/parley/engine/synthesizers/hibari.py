@@ -95,6 +95,10 @@ class HibariSynthesizer:
         """Its accent and gender ("American English, female"), from hibari's registry."""
         return self._descriptions.get(voice)
 
+    def language_of(self, voice: str) -> str:  # noqa: ARG002 (every voice: the same)
+        """The primary language tag its voices speak: "en" (American and British)."""
+        return "en"
+
     def resolve_voice(self, voice_id: str) -> str | None:
         """Map a voice_id to a voice on disk; "" and "default" mean the default voice."""
         key = voice_key(voice_id)

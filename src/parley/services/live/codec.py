@@ -101,6 +101,12 @@ class Configure:
     delivery: DeliveryPatch = field(default_factory=DeliveryPatch)
     """The agent's delivery members this conversation sets (API.md section 17); the UNSET
     ones are the agent's."""
+    language: str | None = None
+    default_language: str | None = None
+    """The conversation's default language (API.md section 18: `default_language` wins over
+    its alias `language`); both None: the agent's."""
+    additional_languages: tuple[str, ...] | None = None
+    multilingual_mode: str | None = None
     resume_note: str | None = None
     """A caller back from a transfer that was not answered: the conversation goes on live,
     with its history, and the model gets this note (services/transfers.py rule 4)."""

@@ -27,6 +27,9 @@ class Relay:
 
     With `redact` (API.md section 16) an item's words are stored with personal data replaced
     by tags (redacting.py); the events emitted keep the words as heard.
+
+    The language of each user turn joins the conversation's `heard_languages` the first
+    time it is heard (API.md section 18).
     """
 
     def __init__(
@@ -54,13 +57,15 @@ class Relay:
         self._spoken: list[str] = []
         self.analysis = TurnAnalysis(ctx.clock)
         """The conversation's figures so far (stored when it ends)."""
+        self._languages_heard: set[str] = set()
 
     async def relay(self, event: engine.EngineEvent) -> None:
         """Store what the event says, then emit it (a tool call under its public ID)."""
         self.analysis.observe(event)
         match event:
-            case engine.InputText(text=text):
+            case engine.InputText(text=text, language=language):
                 await self.store("user", text)
+                await self._heard_language(language)
             case engine.AudioChunk(text=text) if text:
                 self._spoken.append(text)
             case engine.AssistantStartedSpeaking():
@@ -74,6 +79,16 @@ class Relay:
             case engine.AssistantHandedOff():
                 return  # NOT_SENT: the session carries it out; the client saw its output
         await self._emit(event)
+
+    async def _heard_language(self, language: str) -> None:
+        if language not in self._languages_heard:
+            self._languages_heard.add(language)
+            await conversations.add_heard_language(
+                self._ctx,
+                org_id=self._org_id,
+                conversation_id=self._conversation_id,
+                language=language,
+            )
 
     async def store(self, role: str, text: str) -> None:
         """Add an item to the conversation: an assistant item carries the tool calls of its

@@ -42,6 +42,7 @@ from parley.services import conversations, endings, post_call
 from parley.services.answering import Verdict
 from parley.services.context import Context
 from parley.services.endings import CloseCode, Ending
+from parley.services.languages import session_languages
 from parley.services.live import codec, handoffs, handover, starting
 from parley.services.live.callee import Callee, act_on, wait_for_verdict
 from parley.services.live.codec import Codec
@@ -52,6 +53,7 @@ from parley.services.live.reset import Settings, reset, settings_of
 from parley.services.live.silence import SilenceTimer
 from parley.services.live.tools import ConversationTools, resolve_tools
 from parley.services.live.watchdog import watch
+from parley.services.voices import catalog_of
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -498,7 +500,9 @@ class LiveSession:
             raise AlreadyConfigured()
         principal = self._handshake.principal
         try:
-            started = await starting.start(self._ctx, self._handshake, event)
+            started = await starting.start(
+                self._ctx, self._handshake, event, catalog_of(self._factory)
+            )
         except (
             AgentDisabled,
             AgentNotAllowed,
@@ -559,14 +563,23 @@ class LiveSession:
             self._recorder = Recorder(
                 input_format, output_format, self._ctx.clock.monotonic, redact=setup.redact
             )
+        chosen = setup.languages
+        voice_id, languages = session_languages(
+            catalog_of(self._factory),
+            default=chosen.default,
+            additional=chosen.additional,
+            mode=chosen.mode,
+            voice_id=event.voice_id or agent.voice_id,
+        )
         config = engine.SessionConfig(
             agent_name=agent.name,
             system_prompt=setup.system_prompt,
             welcome_message=setup.welcome_message,
-            voice_id=event.voice_id or agent.voice_id,
+            voice_id=voice_id,
             input_format=input_format,
             output_format=output_format,
-            language=agent.language,
+            language=chosen.default,
+            languages=languages,
             tools=tools.definitions(),
             keywords=agent.boosted_keywords,
             hold_welcome=event.wait_for_callee,

@@ -20,9 +20,11 @@ from parley.records import (
 from parley.services import templates
 from parley.services.context import Context
 from parley.services.delivery import check_delivery
+from parley.services.languages import ENGLISH_ONLY, Languages, configured
 from parley.services.live import codec
 from parley.services.live.tools import ConversationTool, resolve_tools
 from parley.services.storage_policies import policy_id_named
+from parley.services.voices import SpeechCatalog
 
 T = TypeVar("T")
 
@@ -50,10 +52,19 @@ class Setup:
     delivery: Delivery = DEFAULT_DELIVERY
     """How the agent greets, speaks and listens (API.md section 17): the agent's, with the
     members the config sets."""
+    languages: Languages = ENGLISH_ONLY
+    """Its languages (API.md section 18): the config's, else the agent's."""
 
     @classmethod
-    async def check(cls, ctx: Context, frame: codec.Configure, agent: Agent) -> Setup:
-        """Resolve the config against the agent; raise the request error it deserves."""
+    async def check(
+        cls,
+        ctx: Context,
+        frame: codec.Configure,
+        agent: Agent,
+        speech: SpeechCatalog | None = None,
+    ) -> Setup:
+        """Resolve the config against the agent; raise the request error it deserves.
+        `speech` checks the languages the config gives (None: no engine to ask)."""
         values = dict(frame.template_variables or {})
         defaults = {name: spec.default_value for name, spec in agent.template_variables.items()}
         prompt = _given(frame.system_prompt, agent.system_prompt)
@@ -69,6 +80,14 @@ class Setup:
             voicemail = templates.render(voicemail, values=values, defaults=defaults)
         delivery = frame.delivery.applied_to(agent.delivery)
         check_delivery(delivery)  # a config's values: 400 naming the member
+        languages = configured(
+            agent,
+            language=frame.language,
+            default_language=frame.default_language,
+            additional=frame.additional_languages,
+            mode=frame.multilingual_mode,
+            speech=speech,
+        )
         items = frame.tools if frame.tools is not None else tuple(agent.tools)
         found, built_ins = await resolve_tools(
             ctx, org_id=agent.org_id, project_id=agent.project.id, items=items
@@ -84,6 +103,7 @@ class Setup:
             storage_policy_id=await _storage_policy_id(ctx, frame, agent),
             redact=_given(frame.enable_redaction, agent.enable_redaction),
             delivery=delivery,
+            languages=languages,
         )
 
     def tuning(self) -> engine.AgentTuning:

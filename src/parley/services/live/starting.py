@@ -36,6 +36,7 @@ from parley.services.live.handshake import Handshake
 from parley.services.live.setup import Setup
 from parley.services.live.silence import settings_for
 from parley.services.silence import SilenceSettings
+from parley.services.voices import SpeechCatalog
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,10 +63,16 @@ class Refused:
     ending: Ending
 
 
-async def start(ctx: Context, handshake: Handshake, event: codec.Configure) -> Started | Refused:
-    """Check the config, then make the conversation live, configured by the agent's
-    configuration endpoint if it has one. Raises the request error the config deserves,
-    AgentDisabled, AgentNotAllowed, ConversationEnded or ConversationExists."""
+async def start(
+    ctx: Context,
+    handshake: Handshake,
+    event: codec.Configure,
+    speech: SpeechCatalog | None = None,
+) -> Started | Refused:
+    """Check the config (its languages against `speech`), then make the conversation live,
+    configured by the agent's configuration endpoint if it has one. Raises the request
+    error the config deserves, AgentDisabled, AgentNotAllowed, ConversationEnded or
+    ConversationExists."""
     for requested in (event.input_format, event.output_format):
         if requested is not None:
             engine.AudioFormat.parse(requested)  # refuse before the conversation goes live
@@ -75,7 +82,7 @@ async def start(ctx: Context, handshake: Handshake, event: codec.Configure) -> S
         checked = await agents.get_agent(ctx, org_id=org_id, ref=ref, project=project)
     else:
         checked = await _token_agent(ctx, org_id, handshake.principal.agent_id, ref, project)
-    setup = await Setup.check(ctx, event, checked)
+    setup = await Setup.check(ctx, event, checked, speech)
     silence = settings_for(checked, event)
     if event.resume_note is not None:
         return await _resume(ctx, handshake, event, silence)
@@ -92,7 +99,7 @@ async def start(ctx: Context, handshake: Handshake, event: codec.Configure) -> S
         redact=event.enable_redaction,
     )
     if agent.updated_at != checked.updated_at:  # changed meanwhile: check it again
-        setup = await Setup.check(ctx, event, agent)
+        setup = await Setup.check(ctx, event, agent, speech)
         silence = settings_for(agent, event)
     setup = dataclasses.replace(setup, redact=conversation.is_redacted)  # as it went live
     if (endpoint := agent.configuration_endpoint) is not None:
