@@ -85,8 +85,15 @@ async def test_listener_pause_after_for_not_the_end_though_the_model_says_finish
     assert CHECK_S <= ended[0] < CHECK_S + 2 * WINDOW_S, ended
 
 
-async def test_listener_pause_after_to_not_the_end_with_the_real_model() -> None:
-    audio, _, _ = pauses.paused(speech.SENTENCES[1], "to", 0.8)
+@pytest.mark.parametrize(
+    ("sentence", "word"), [(speech.SENTENCES[0], "for"), (speech.SENTENCES[1], "my")]
+)
+async def test_listener_long_pause_after_a_holding_word_not_the_end_with_the_real_model(
+    sentence: str, word: str
+) -> None:
+    """A pause longer than `words_ms` after "for" or "my", judged by the real model: the
+    words hold the turn (up to the longest silence, 1.5 s)."""
+    audio, _, _ = pauses.paused(sentence, word, 1.2)
     ended = await silences_that_ended_turns(audio, AnsweringModel())
     assert len(ended) == 1, ended
 

@@ -35,7 +35,7 @@ class SemanticParams:
     "My package arrived damaged | and I need a replacement", whose gap is 256 ms, so the
     turn ended there whenever its answer came before the speech resumed."""
     sure_threshold: float = 0.95
-    words_ms: int | None = 700
+    words_ms: int | None = 900
     """The wait when the model judges the thought unfinished but the words do not hold it:
     the model misjudges complete sentences of voices other than the tests' (docs/decisions.md).
     Longer than a 500 ms hesitation; None, or not shorter than `max_silence_ms`: no such wait."""
