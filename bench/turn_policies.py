@@ -9,16 +9,20 @@ bench/turn_taking.py measures the one policy the server runs, over the real sock
 real time (8 minutes a run). This measures many policies in one pass, and on speech the
 tests never used (issue #24): it runs the engine's own Silero stream, TurnDetector and Smart
 Turn model over each rendering, and at each PAUSED asks the model about the turn's audio
-up to the end of speech (what the listener sends it) and, to see what trailing silence
-does, up to 64 and 128 ms after it. A policy then decides, for each pause, whether the turn
+up to the end of speech (what the listener sends it; session 17 also gave it 64 and 128 ms
+of the silence after it: both worse). A policy then decides, for each pause, whether the turn
 ends there: after `check_ms` of silence when the model answers above its threshold, after
 1.5 s otherwise. Rounded to Silero's 32 ms windows, as the TurnDetector counts.
 
-- Voices: `hibari` is the test voice, on tests/speech.py's sentences with tests/pauses.py's
-  pause points (bench/turn_taking.py's cases); `joe` (Piper) and espeak-ng voices speak
-  bench/heldout_speech.py's 46 sentences, and their pause point is the middle of the words
-  after which a thought is plainly unfinished (tests/pauses.HOLDING_WORDS), found with the
-  speech model's word timestamps.
+- Voices: `hibari` is the test voice, on tests/speech.py's sentences; `joe` (Piper) and
+  espeak-ng voices speak bench/heldout_speech.py's 46 sentences. Each one's pause point
+  follows the middle of the words after which a thought is plainly unfinished
+  (tests/pauses.HOLDING_WORDS), at the quietest 10 ms near it, timed by Whisper `base`
+  (`PausePlacer`; tiny.en's times put the cut inside the next word).
+- The words: at each PAUSED the listener's speculative decode (the engine's recognizer,
+  tiny.en, on the turn's audio as TurnAudio keeps it) is run too, and the policies with
+  `words` read the model's answer with them (`SemanticParams.wait_ms`, issue #42).
+  `--from-json` applies the policies to a stored run without decoding again.
 - `--band phone` hears each rendering as a phone line brings it (8 kHz μ-law), as the
   server does for an 8 kHz caller: Silero at 8 kHz, the model on the line's audio brought to
   16 kHz. The model is surer of a finished thought on that band, right or wrong: it cuts
