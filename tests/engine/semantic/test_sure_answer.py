@@ -83,10 +83,11 @@ async def test_semantic_unfinished_answer_waits_max_silence() -> None:
 def test_semantic_params_wait_for_each_answer() -> None:
     params = SemanticParams(check_ms=300, sure_ms=200, threshold=0.5, sure_threshold=0.95)
     assert [params.wait_ms(p) for p in (0.99, 0.95, 0.7, 0.5, 0.1)] == [200, 300, 300, None, None]
-    assert params.checks_ms == (200, 300)
-    assert SemanticParams(check_ms=300, sure_ms=300).checks_ms == (300,)
+    words_ms = SemanticParams().words_ms  # the words' wait (test_words.py)
+    assert params.checks_ms == (200, 300, words_ms)
+    assert SemanticParams(check_ms=300, sure_ms=300).checks_ms == (300, words_ms)
     assert SemanticParams(check_ms=300).wait_ms(0.99) == 300
-    assert SemanticParams(check_ms=300).checks_ms == (300,)
+    assert SemanticParams(check_ms=300).checks_ms == (300, words_ms)
 
 
 def test_semantic_params_sure_wait_not_longer_than_check_refused() -> None:
