@@ -536,7 +536,9 @@ class DefaultEngine:
         if welcome is not None:  # the callee's first words: the welcome answers them, at once
             self._queue(welcome)
         now = self._clock.monotonic()
-        speech_ended = self._arrivals.arrival(finished.time)
+        # Silero's state lags the audio by about a window: the last window it scores as
+        # speech is the one after the speech, so the speech ends where that window starts.
+        speech_ended = self._arrivals.arrival(finished.time - self._ear().window_seconds)
         heard = _Heard(
             task,
             now,
