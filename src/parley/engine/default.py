@@ -23,6 +23,9 @@ warning and a short spoken apology; the conversation goes on.
 With `SessionConfig.hold_welcome` (a call placed to someone) the greeting waits: the end of
 the user's first turn speaks it, in place of a reply to that turn, or `release_welcome`
 does (the carrier heard a person); `release_welcome(speak=False)` drops it.
+A third worker keeps time: while the user's turn lasts and the client sends no audio, it
+feeds the listener the silence owed (engine/timing.py), so the turn ends on the wall clock;
+and each reply to a spoken turn carries its stages' instants on its first AudioChunk.
 With `SessionConfig.word_timings` each InputText carries its words' times in the input
 stream: the listener gives them in the time of the audio it heard, and the engine adds the
 muted audio it did not hear before them (`_InputClock`).

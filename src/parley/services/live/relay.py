@@ -25,6 +25,9 @@ class Relay:
     interrupted one, what the listener had heard (InterruptedResponse's text, or what the
     wire acknowledged as played of it when the codec knows: `heard`).
 
+    The first audio chunk of a reply to a spoken turn goes out with its stages' `timings`,
+    counted as it is sent (analysis.py, API.md section 18).
+
     With `redact` (API.md section 16) an item's words are stored with personal data replaced
     by tags (redacting.py); the events emitted keep the words as heard.
     """
