@@ -129,7 +129,7 @@ class Listener:
     @property
     def window_seconds(self) -> float:
         """The VAD's window: a FINISHED's time is the end of the last window scored speech."""
-        return self._silero.window_seconds
+        return float(self._silero.window_seconds)
 
     @property
     def committed(self) -> str:
