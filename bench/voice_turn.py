@@ -7,8 +7,12 @@ VAD, hibari-tts, rule-based replies) as its own process on a free loopback port,
 agent, and talks to it as clients would: hibari sentences (tests/speech.py), 20 ms chunks,
 sent in real time, with silence between turns. Per turn it measures:
 
-- latency: from the last voiced sample of the sentence (known from the audio) to the first
-  `audio_chunk` of the answer, on the client's clock;
+- latency: from the moment the chunk holding the sentence's last voiced sample (known from
+  the audio) was sent to the first `audio_chunk` of the answer, on the client's clock;
+- the server's own figure for it (API.md section 18): `timings.total_ms` on that first
+  chunk, and `analysis.latencies_ms` as stored when the conversation ends; part 1 and
+  part 2 print the largest difference between the client's and the stored figure (goal:
+  within 60 ms, every turn) and whether the stored list is what the chunks carried;
 - the words (`input_text`), scored against the sentence (word error rate);
 - recognition time after the end of the turn, decode time and queue time: the server's
   `parley.turns` log lines.
@@ -80,6 +84,10 @@ class Turn:
     words: int
     turn_end: float = float("nan")
     """`user_finished_speaking`, seconds after the last voiced sample (client's clock)."""
+    server: float = float("nan")
+    """The server's latency for the turn: the first chunk's `timings.total_ms`, seconds."""
+    stored: float = float("nan")
+    """The same turn's `analysis.latencies_ms` entry, once stored (seconds)."""
     words_at: float = float("nan")
     """`input_text`, the same way."""
 
@@ -182,8 +190,9 @@ async def conversation(
     ) as ws:
         config = {"type": "config", "agent": agent, "input_format": fmt.value}
         await ws.send(json.dumps(config | {"output_format": fmt.value}))
-        while json.loads(await ws.recv())["type"] != "ready_to_start_conversation":
-            pass
+        conversation_id = ""
+        while (opening := json.loads(await ws.recv()))["type"] != "ready_to_start_conversation":
+            conversation_id = opening.get("conversation_id", conversation_id)
         inbox: asyncio.Queue[tuple[float, dict[str, Any]]] = asyncio.Queue()
 
         async def read() -> None:
@@ -194,14 +203,17 @@ async def conversation(
         await asyncio.sleep(lead_s)
         for sentence in sentences:
             chunks = speech.stream(fmt, 0.3, speech.spoken(sentence))
-            started = time.monotonic()
-            clock = started
-            for chunk in chunks:
+            last_voiced = int((0.3 + voiced_end(sentence)) / CHUNK_S)  # its chunk
+            clock = time.monotonic()
+            speech_end = clock
+            for index, chunk in enumerate(chunks):
+                if index == last_voiced:
+                    speech_end = time.monotonic()
                 await send_audio(ws, chunk)
                 clock += CHUNK_S
                 await asyncio.sleep(max(0.0, clock - time.monotonic()))
-            speech_end = started + 0.3 + voiced_end(sentence)
             heard, first_audio, finished_at, heard_at = "", None, float("nan"), float("nan")
+            server = float("nan")
             while first_audio is None:
                 await send_audio(ws, silence)
                 clock += CHUNK_S
@@ -219,6 +231,7 @@ async def conversation(
                         and first_audio is None
                     ):
                         first_audio = at  # the first: later chunks may share this drain
+                        server = message.get("timings", {}).get("total_ms", math.nan) / 1000
                 if time.monotonic() - speech_end > 15:
                     raise RuntimeError(f"no answer to {sentence!r}")
             errors = speech.word_errors(sentence, heard)
@@ -227,8 +240,9 @@ async def conversation(
                     first_audio - speech_end,
                     errors,
                     len(speech.words(sentence)),
-                    finished_at - speech_end,
-                    heard_at - speech_end,
+                    turn_end=finished_at - speech_end,
+                    words_at=heard_at - speech_end,
+                    server=server,
                 )
             )
             for _ in range(25):  # 0.5 s into the answer, the user speaks again
@@ -236,7 +250,41 @@ async def conversation(
                 clock += CHUNK_S
                 await asyncio.sleep(max(0.0, clock - time.monotonic()))
         reader.cancel()
+    stored = await stored_latencies(ws_url.replace("ws://", "http://"), key, conversation_id)
+    if len(stored) == len(turns):  # else a sentence made two turns: no pairing
+        for turn, figure in zip(turns, stored, strict=True):
+            turn.stored = figure / 1000
     return turns
+
+
+async def stored_latencies(base: str, key: str, conversation_id: str) -> list[int]:
+    """The conversation's `analysis.latencies_ms`, once it has ended."""
+    async with httpx.AsyncClient(base_url=base) as http:
+        for _ in range(100):
+            found = await http.get(
+                f"/v1/conversations/{conversation_id}",
+                headers={"Authorization": f"Bearer {key}"},
+            )
+            conversation = found.json()["conversation"]
+            if conversation["status"] == "ended":
+                latencies: list[int] = conversation["analysis"]["latencies_ms"]
+                return latencies
+            await asyncio.sleep(0.1)
+    return []
+
+
+def agreement(turns: list[Turn]) -> str:
+    """The stored latency against the client's, per turn: the largest difference."""
+    paired = [t for t in turns if not math.isnan(t.stored)]
+    if not paired:
+        return "stored latencies: not paired with the turns"
+    worst = max(abs(t.stored - t.latency) for t in paired) * 1000
+    same = all(t.stored == t.server for t in paired)
+    goal = "met" if worst <= 60 and len(paired) == len(turns) else "NOT met"
+    return (
+        f"stored vs client: max |difference| {worst:.0f} ms over {len(paired)}/{len(turns)} "
+        f"turns (goal 60 ms: {goal}); stored = first chunk's timings: {same}"
+    )
 
 
 async def send_audio(ws: ClientConnection, chunk: bytes) -> None:
@@ -426,6 +474,7 @@ async def main() -> None:
                     f"{server_figures(log, start, time.monotonic())}"
                 )
                 print(f"             {stages(turns)}")
+                print(f"             {agreement(turns)}")
             print("\nconversations at once (pcm_16000): p50 / p95 latency")
             sustained = 0
             for level in (int(n) for n in args.levels.split(",")):
@@ -441,6 +490,7 @@ async def main() -> None:
                     f"WER {wer:.1%}; {server_figures(log, start, time.monotonic())}"
                 )
                 print(f"    {stages([t for batch in batches for t in batch])}")
+                print(f"    {agreement([t for batch in batches for t in batch])}")
                 if p95 < 2.0:
                     sustained = level
             print(f"\nlargest level with p95 under 2 s: {sustained} conversations")

@@ -10,7 +10,8 @@ the HTTP layer. Series, all prefixed `parley_`:
 | `http_request_duration_seconds` | histogram | `method`, `route` |
 | `auth_refusals_total` | counter | `code` (an error code such as `jti_replayed`) |
 | `live_conversations` | gauge | (conversations live on this instance) |
-| `turn_latency_seconds` | histogram | (end of the user's turn to the first audio of the reply) |
+| `turn_latency_seconds` | histogram | (end of the user's speech to the first audio of the reply) |
+| `turn_stage_seconds` | histogram | `stage` (each of `TURN_STAGES`: a reply's stages, API.md 18) |
 | `queue_time_seconds` | histogram | `stage` (`stt` or `tts`) |
 | `jwks_fetches_total` | counter | `outcome` (`ok` or `failed`) |
 | `store_errors_total` | counter | `store` (`database` or `redis`) |
@@ -45,7 +46,17 @@ if TYPE_CHECKING:
 
 LATENCY_BUCKETS: Final = (0.05, 0.1, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0)
 QUEUE_BUCKETS: Final = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
+STAGE_BUCKETS: Final = (0.01, 0.025, 0.05, 0.1, 0.2, 0.3, 0.45, 0.6, 0.8, 1.0, 1.5, 2.0, 5.0)
 QUEUE_STAGES: Final = frozenset({"stt", "tts"})
+TURN_STAGES: Final = (
+    "endpointing",
+    "transcription",
+    "model_first_token",
+    "speech_first_audio",
+    "total",
+    "played",
+)
+"""A reply's stages (API.md section 18): each has its own histogram series."""
 STORES: Final = frozenset({"database", "redis"})
 CONTENT_TYPE: Final = "text/plain; version=0.0.4; charset=utf-8"
 MULTIPROCESS_VARIABLE: Final = "PROMETHEUS_MULTIPROC_DIR"
@@ -78,8 +89,13 @@ class Metrics:
         )  # fmt: skip
         self.turn_latency = Histogram(
             "parley_turn_latency_seconds",
-            "From the end of the user's turn to the first audio of the reply.",
+            "From the end of the user's speech to the first audio of the reply.",
             buckets=LATENCY_BUCKETS, registry=registry,
+        )  # fmt: skip
+        self.turn_stage = Histogram(
+            "parley_turn_stage_seconds",
+            "A stage of a reply to a spoken user turn (API.md section 18).", ["stage"],
+            buckets=STAGE_BUCKETS, registry=registry,
         )  # fmt: skip
         self.queue_time = Histogram(
             "parley_queue_time_seconds", "Time a speech job waited before it ran.", ["stage"],
@@ -99,6 +115,8 @@ class Metrics:
         )
         for stage in sorted(QUEUE_STAGES):
             self.queue_time.labels(stage=stage)
+        for stage in TURN_STAGES:
+            self.turn_stage.labels(stage=stage)
         for outcome in ("ok", "failed"):
             self.jwks_fetches.labels(outcome=outcome)
         for store in sorted(STORES):
@@ -163,9 +181,17 @@ def conversation_ended() -> None:
 
 
 def observe_turn_latency(seconds: float) -> None:
-    """Record the time from the end of a user's turn to the first audio of the reply."""
+    """Record the time from the end of a user's speech to the first audio of the reply."""
     if (metrics := active()) is not None:
         metrics.turn_latency.observe(seconds)
+
+
+def observe_turn_stage(stage: str, seconds: float) -> None:
+    """Record one stage of a reply (`TURN_STAGES`), once per reply."""
+    if stage not in TURN_STAGES:
+        raise ValueError(f"stage must be one of {list(TURN_STAGES)}")
+    if (metrics := active()) is not None:
+        metrics.turn_stage.labels(stage=stage).observe(seconds)
 
 
 def observe_queue_time(stage: str, seconds: float) -> None:

@@ -440,6 +440,8 @@ class Conversation:
     """Per assistant reply to a user turn: end of the user's speech to its first audio."""
     interruptions_count: int = 0
     """How often the user spoke over the assistant."""
+    turns: tuple[TurnTiming, ...] = ()
+    """Per reply to a spoken user turn, its stages' timings (API.md section 18)."""
     call_settings: Mapping[str, Any] = field(default_factory=dict)
     """An outbound call's `config` overrides of its agent's settings (API.md section 15)."""
     answered_by: str | None = None
@@ -514,12 +516,55 @@ class EndedBy(StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
+class TurnTiming:
+    """One reply to a spoken user turn, stage by stage, in milliseconds (API.md section 18):
+    from the end of the user's speech (the last voiced audio arrived) to the end-of-turn
+    decision, from there to the final words, from there to the model's first token, from
+    the first sentence to its first audio; `total_ms` from the end of speech to the first
+    audio sent; `played_ms` (calls) to the carrier's echo of the mark after it. `item_id`:
+    the reply's assistant item, once stored (None: not stored, e.g. zero data retention)."""
+
+    endpointing_ms: int
+    transcription_ms: int
+    model_first_token_ms: int
+    speech_first_audio_ms: int
+    total_ms: int
+    played_ms: int | None = None
+    item_id: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The stored and shown form: `item_id` first, then the stages."""
+        return {
+            "item_id": self.item_id,
+            "endpointing_ms": self.endpointing_ms,
+            "transcription_ms": self.transcription_ms,
+            "model_first_token_ms": self.model_first_token_ms,
+            "speech_first_audio_ms": self.speech_first_audio_ms,
+            "total_ms": self.total_ms,
+            "played_ms": self.played_ms,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> TurnTiming:
+        return cls(
+            endpointing_ms=int(data["endpointing_ms"]),
+            transcription_ms=int(data["transcription_ms"]),
+            model_first_token_ms=int(data["model_first_token_ms"]),
+            speech_first_audio_ms=int(data["speech_first_audio_ms"]),
+            total_ms=int(data["total_ms"]),
+            played_ms=None if data.get("played_ms") is None else int(data["played_ms"]),
+            item_id=data.get("item_id"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class Outcome:
     """How a live conversation went, as its socket measured it: stored when it ends, whoever
     ended it."""
 
     latencies_ms: tuple[int, ...] = ()
     interruptions_count: int = 0
+    turns: tuple[TurnTiming, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

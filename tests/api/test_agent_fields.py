@@ -163,6 +163,7 @@ async def test_conversation_shows_section_5_members(tenant: Tenant, make_agent: 
         "id": conversation["id"],
         "latencies_ms": [],
         "interruptions_count": 0,
+        "turns": [],
     }
     listed = (await tenant.client.get("/v1/conversations")).json()["conversations"]
     assert listed == [conversation]

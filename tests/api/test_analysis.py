@@ -15,7 +15,8 @@ from tests.llm_server import ChatServer, Round, running_chat_server
 from tests.types import MakeAgent, Tenant
 
 from parley.config import Settings
-from parley.services import Context
+from parley.records import Outcome, TurnTiming
+from parley.services import Context, endings
 from parley.services.summaries import summarize
 
 pytestmark = pytest.mark.anyio
@@ -137,6 +138,46 @@ async def test_analysis_in_the_sdk_shape_turns_empty(
             "turns": [],
         }
     }
+
+
+async def test_analysis_turns_stored_with_the_conversation_shown_by_both_routes(
+    tenant: Tenant, ctx: Context, make_agent: MakeAgent
+) -> None:
+    """API.md section 18: each reply's stages, stored when the socket ends, in the
+    Conversation JSON (and so the webhooks') and the analysis route."""
+    agent = await make_agent(tenant)
+    conversation = await spoken(ctx, tenant.org.id, agent["name"], ended=False)
+    turns = (
+        TurnTiming(410, 12, 95, 60, 640, played_ms=730, item_id="item_a"),
+        TurnTiming(380, 0, 88, 55, 590),
+    )
+    await endings.end_conversation(
+        ctx,
+        org_id=tenant.org.id,
+        conversation_id=conversation,
+        ending=endings.CLIENT_CLOSED,
+        measured=Outcome(latencies_ms=(640, 590), interruptions_count=1, turns=turns),
+    )
+    shown = [turn.to_json() for turn in turns]
+
+    analysis = (await conversation_json(tenant, conversation))["analysis"]
+    assert analysis == {
+        "id": conversation,
+        "latencies_ms": [640, 590],
+        "interruptions_count": 1,
+        "turns": shown,
+    }
+    assert shown[1] == {
+        "item_id": None,
+        "endpointing_ms": 380,
+        "transcription_ms": 0,
+        "model_first_token_ms": 88,
+        "speech_first_audio_ms": 55,
+        "total_ms": 590,
+        "played_ms": None,
+    }
+    response = await tenant.client.get(f"/v1/conversations/{conversation}/analysis")
+    assert response.json()["analysis"]["turns"] == shown
 
 
 async def test_analysis_unknown_conversation_404(tenant: Tenant) -> None:

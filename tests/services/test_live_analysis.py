@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
-from parley import engine
+from parley import engine, metrics
+from parley.engine.timing import TurnMarks
+from parley.records import TurnTiming
 from parley.services import endings
-from parley.services.live.analysis import TurnAnalysis
+from parley.services.live.analysis import TurnAnalysis, stages, timings
 
 
 class StepClock:
@@ -20,55 +24,101 @@ class StepClock:
         return self.now
 
 
-def test_analysis_latency_from_end_of_speech_to_first_audio_per_answered_turn() -> None:
+MARKS = TurnMarks(
+    speech_ended=100.0,
+    decided=100.3,
+    transcribed=100.32,
+    first_token=100.5,
+    first_sentence=100.6,
+    first_audio=100.7,
+)
+
+
+def test_stages_of_a_reply_from_end_of_speech_to_first_audio_sent() -> None:
+    turn = stages(MARKS, sent_at=100.72)
+
+    assert turn == TurnTiming(
+        endpointing_ms=300,
+        transcription_ms=20,
+        model_first_token_ms=180,
+        speech_first_audio_ms=120,
+        total_ms=720,
+    )
+
+
+def test_stages_words_known_before_the_decision_count_zero_never_less() -> None:
+    early = replace(MARKS, transcribed=100.1)  # the speculative decode was done already
+
+    turn = stages(early, sent_at=100.7)
+
+    assert (turn.transcription_ms, turn.model_first_token_ms) == (0, 400)
+
+
+def test_timings_on_the_first_audio_chunk_name_the_stages_without_item_or_played() -> None:
+    assert timings(stages(MARKS, sent_at=100.72)) == {
+        "endpointing_ms": 300,
+        "transcription_ms": 20,
+        "model_first_token_ms": 180,
+        "speech_first_audio_ms": 120,
+        "total_ms": 720,
+    }
+
+
+def test_analysis_latencies_are_each_replys_total_with_its_item_and_played() -> None:
     clock = StepClock()
     analysis = TurnAnalysis(clock)
-    for event, at in [
-        (engine.UserStartedSpeaking(), 100.0),
-        (engine.UserFinishedSpeaking(), 101.0),
-        (engine.InputText("hello", "en"), 101.2),
-        (engine.AssistantStartedSpeaking(), 101.35),
-        (engine.AudioChunk(b"\x00\x00", "Hi."), 101.35),
-        (engine.AudioChunk(b"\x00\x00", ""), 101.45),  # later chunks count nothing
-        (engine.AssistantFinishedSpeaking(), 103.0),
-    ]:
-        clock.now = at
-        analysis.observe(event)
+    clock.now = 100.75
+    analysis.replied(MARKS)
+    clock.now = 101.0
+    analysis.played()  # the carrier echoed the mark after the first audio
+    analysis.played()  # a later echo is not that one
+    analysis.stored("item_1")
+    analysis.stored("item_2")  # a later assistant item is not that reply's
 
-    assert analysis.latencies_ms == [350]
-    assert analysis.interruptions_count == 0
+    assert analysis.latencies_ms == [750]
+    assert analysis.turns == [TurnTiming(300, 20, 180, 150, 750, played_ms=1000, item_id="item_1")]
 
 
-def test_analysis_turn_without_words_or_typed_reply_starts_no_measurement() -> None:
+def test_analysis_reply_without_an_item_or_an_echo_keeps_them_null() -> None:
     clock = StepClock()
     analysis = TurnAnalysis(clock)
-    for event, at in [
-        (engine.UserFinishedSpeaking(), 100.0),  # a cough: no InputText follows
-        (engine.AudioChunk(b"\x00\x00", "A say."), 130.0),
-        # generate_reply's typed text reaches the engine with no speech event at all
-        (engine.AudioChunk(b"\x00\x00", "Reply."), 141.0),
-    ]:
-        clock.now = at
-        analysis.observe(event)
+    clock.now = 100.75
+    analysis.replied(MARKS)
+    analysis.stored(None)  # cut before a word was heard: no item
+    analysis.stored("item_later")
 
-    assert analysis.latencies_ms == []
+    assert (analysis.turns[0].item_id, analysis.turns[0].played_ms) == (None, None)
 
 
-def test_analysis_user_going_on_restarts_the_measurement() -> None:
+def test_analysis_resumed_keeps_the_earlier_figures_first() -> None:
     clock = StepClock()
     analysis = TurnAnalysis(clock)
-    for event, at in [
-        (engine.UserFinishedSpeaking(), 100.0),
-        (engine.InputText("a table for", "en"), 100.2),
-        (engine.UserStartedSpeaking(), 100.5),
-        (engine.UserFinishedSpeaking(), 102.0),
-        (engine.InputText("four people", "en"), 102.2),
-        (engine.AudioChunk(b"\x00\x00", "Sure."), 102.4),
-    ]:
-        clock.now = at
-        analysis.observe(event)
+    earlier = TurnTiming(1, 2, 3, 4, 410, item_id="item_0")
+    analysis.resume((390, 410), (earlier,), 2)  # the first figure was stored without stages
+    clock.now = 100.5
+    analysis.replied(MARKS)
 
-    assert analysis.latencies_ms == [400]
+    outcome = analysis.outcome()
+    assert outcome.latencies_ms == (390, 410, 500)
+    assert [turn.total_ms for turn in outcome.turns] == [410, 500]
+    assert outcome.interruptions_count == 2
+
+
+def test_analysis_observes_each_stage_once_per_reply_in_metrics() -> None:
+    with metrics.activate(metrics.Metrics()) as measured:
+        clock = StepClock()
+        analysis = TurnAnalysis(clock)
+        clock.now = 100.75
+        analysis.replied(MARKS)
+        clock.now = 101.0
+        analysis.played()
+    for stage in metrics.TURN_STAGES:
+        count = measured.registry.get_sample_value(
+            "parley_turn_stage_seconds_count", {"stage": stage}
+        )
+        assert count == 1, stage
+    total = measured.registry.get_sample_value("parley_turn_stage_seconds_sum", {"stage": "total"})
+    assert total == pytest.approx(0.75)
 
 
 def test_analysis_counts_each_interrupted_response() -> None:

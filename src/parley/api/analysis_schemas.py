@@ -13,7 +13,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field, StringConstraints
 
-from parley.api.schemas import Input, ProjectRefOut, Timestamp
+from parley.api.schemas import Input, ProjectRefOut, Timestamp, TurnTimingOut
 from parley.clock import isoformat
 from parley.records import (
     Conversation,
@@ -241,9 +241,8 @@ class ConversationAnalysisOut(BaseModel):
     id: str = Field(description="The conversation's ID: one analysis per conversation.")
     latencies_ms: list[int]
     interruptions_count: int
-    turns: list[dict[str, Any]] = Field(
-        description="Per reply, its stages' timings (API.md section 18); [] until they are "
-        "measured and stored."
+    turns: list[TurnTimingOut] = Field(
+        description="Per reply to a spoken user turn, its stages' timings (API.md section 18)."
     )
 
     @classmethod
@@ -252,7 +251,7 @@ class ConversationAnalysisOut(BaseModel):
             id=conversation.id,
             latencies_ms=list(conversation.latencies_ms),
             interruptions_count=conversation.interruptions_count,
-            turns=[],
+            turns=[TurnTimingOut.model_validate(turn.to_json()) for turn in conversation.turns],
         )
 
 

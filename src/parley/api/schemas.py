@@ -853,10 +853,25 @@ class CallInfoOut(BaseModel):
     direction: Literal["inbound", "outbound"]
 
 
+class TurnTimingOut(BaseModel):
+    """One reply's stages in milliseconds (API.md section 18)."""
+
+    item_id: str | None = Field(description="The reply's assistant item (null: not stored).")
+    endpointing_ms: int = Field(description="End of speech to the end-of-turn decision.")
+    transcription_ms: int = Field(description="That decision to the final words.")
+    model_first_token_ms: int = Field(description="The final words to the model's first token.")
+    speech_first_audio_ms: int = Field(description="The first sentence to its first audio.")
+    total_ms: int = Field(description="End of speech to the first audio sent: `latencies_ms`.")
+    played_ms: int | None = Field(
+        description="Calls: end of speech to the carrier's echo of the first audio; else null."
+    )
+
+
 class AnalysisOut(BaseModel):
     id: str = Field(description="The conversation's ID (the SDK's analysis ID).")
     latencies_ms: list[int]
     interruptions_count: int
+    turns: list[TurnTimingOut]
 
 
 EndedBy = Literal[

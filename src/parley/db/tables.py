@@ -309,6 +309,8 @@ class ConversationRow(Base):
     latencies_ms: Mapped[list[int]] = mapped_column(JSON, server_default="[]")
     """Per reply to a user turn: end of the user's speech to the reply's first audio."""
     interruptions_count: Mapped[int] = mapped_column(Integer, server_default="0")
+    turn_timings: Mapped[list[dict[str, Any]]] = mapped_column(JSON, server_default="[]")
+    """Per reply to a spoken user turn, its stages' timings (`records.TurnTiming`)."""
     call_direction: Mapped[str | None] = mapped_column(String(16))
     """`inbound` or `outbound` for a phone call (API.md section 15); None off the phone."""
     call_settings: Mapped[dict[str, Any] | None] = mapped_column(JSON)

@@ -9,12 +9,13 @@ and a Synthesizer (text to speech).
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Literal, Protocol, Self, TypeAlias
 
 from parley.engine.audio import AudioFormat, Samples
+from parley.engine.timing import TurnMarks
 from parley.engine.tools import ToolDefinition, ToolRunner
 
 
@@ -113,10 +114,15 @@ class AudioChunk:
     """Assistant audio in the session's output format.
 
     `text` is the sentence this chunk begins, on the first chunk of each sentence, else "".
+    `turn`, on the first chunk of a reply to a spoken user turn, holds when its stages
+    happened (engine/timing.py); `timings` is what the socket layer measured of them as it
+    sent the chunk (API.md section 18: the stages in milliseconds), which the wire carries.
     """
 
     audio: bytes
     text: str
+    turn: TurnMarks | None = None
+    timings: Mapping[str, float] | None = None
 
 
 @dataclass(frozen=True)

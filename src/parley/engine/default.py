@@ -23,6 +23,9 @@ warning and a short spoken apology; the conversation goes on.
 With `SessionConfig.hold_welcome` (a call placed to someone) the greeting waits: the end of
 the user's first turn speaks it, in place of a reply to that turn, or `release_welcome`
 does (the carrier heard a person); `release_welcome(speak=False)` drops it.
+A third worker keeps time: while the user's turn lasts and the client sends no audio, it
+feeds the listener the silence owed (engine/timing.py), so the turn ends on the wall clock;
+and each reply to a spoken turn carries its stages' instants on its first AudioChunk.
 With `SessionConfig.word_timings` each InputText carries its words' times in the input
 stream: the listener gives them in the time of the audio it heard, and the engine adds the
 muted audio it did not hear before them (`_InputClock`).
@@ -43,12 +46,13 @@ from types import TracebackType
 from typing import Self
 
 import anyio
+import numpy as np
 from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from parley import metrics
 from parley.clock import Clock
-from parley.engine.audio import OUTPUT_CHUNK_MS, check_input_chunk, decode
+from parley.engine.audio import OUTPUT_CHUNK_MS, Samples, check_input_chunk, decode
 from parley.engine.base import (
     AssistantEndedConversation,
     EndConversation,
@@ -74,6 +78,7 @@ from parley.engine.languages import LanguageChoice
 from parley.engine.listening import Listener
 from parley.engine.semantic import SemanticParams, SmartTurn
 from parley.engine.speaker import Response, Speaker
+from parley.engine.timing import Arrivals, TurnClock
 from parley.engine.tool_loop import ToolLoop
 from parley.engine.tools import ToolDefinition, ToolRunner
 from parley.engine.tuning import WELCOME_INSTRUCTION, Pronouncer, listening, with_local_time
@@ -83,6 +88,8 @@ logger = logging.getLogger(__name__)
 turn_log = logging.getLogger("parley.turns")
 
 APOLOGY = "Sorry, I cannot answer that right now."
+_KEEP_TIME_TICK_S = 0.032
+"""How often the silence owed is fed (a Silero window at 16 kHz)."""
 
 
 @dataclass(frozen=True)
@@ -121,7 +128,7 @@ class _Reply:
     user_message: str | None = None
     system_message: str | None = None
     transcribed: bool = True
-    turn_ended_at: float | None = None  # monotonic end of the user's turn it answers
+    turn: TurnClock | None = None  # the spoken user turn it answers: its stages' instants
     welcome: bool = False  # the model writes the welcome (AgentTuning.generate_welcome)
 
 
@@ -131,6 +138,7 @@ class _Heard:
 
     transcript: asyncio.Task[Transcript | None]
     ended_at: float
+    speech_ended: float  # when the turn's last voiced audio arrived (monotonic)
     answered: bool = False
     """The held welcome answered this turn: its words get no reply."""
 
@@ -195,6 +203,7 @@ class DefaultEngine:
         self._said_goodbye = False  # AssistantEndedConversation went out: nothing more
         self._input_clock = _InputClock()
         self._languages = LanguageChoice(config.language, config.languages)
+        self._arrivals = Arrivals()
         voice = synthesizer.resolve_voice(config.voice_id)
         self._voice_warning = None
         if voice is None:
@@ -300,7 +309,11 @@ class DefaultEngine:
             self._input_clock.skipped(seconds)
             return
         self._input_clock.heard(seconds)
-        for event in self._ear().feed(decode(fmt, audio)):
+        self._arrivals.heard(seconds, self._clock.monotonic())
+        await self._hear(decode(fmt, audio))
+
+    async def _hear(self, samples: Samples) -> None:
+        for event in self._ear().feed(samples):
             if event.kind is Transition.STARTED:
                 await self._emit(UserStartedSpeaking())
                 self._interrupt()
@@ -391,6 +404,7 @@ class DefaultEngine:
             async with anyio.create_task_group() as workers:
                 workers.start_soon(self._take_turns, channels.turns_out)
                 workers.start_soon(self._respond, channels.jobs_out, workers)
+                workers.start_soon(self._keep_time)
 
     async def _take_turns(self, turns: MemoryObjectReceiveStream[_Heard]) -> None:
         async for heard in turns:
@@ -416,6 +430,7 @@ class DefaultEngine:
                 transcript.compute_seconds * 1000,
                 len(transcript.text.split()),
             )
+            transcribed = self._clock.monotonic()
             words = tuple(self._input_clock.placed(word) for word in transcript.words)
             await self._emit(InputText(transcript.text, transcript.language, words))
             self._history.append(Turn("user", transcript.text))
@@ -429,7 +444,7 @@ class DefaultEngine:
                     _Reply(
                         transcript.text,
                         transcribed=not transcript.placeholder,
-                        turn_ended_at=heard.ended_at,
+                        turn=TurnClock(heard.speech_ended, heard.ended_at, transcribed),
                     )
                 )
             except TooManyPendingResponses:
@@ -443,6 +458,7 @@ class DefaultEngine:
                 continue  # the conversation is ending: later responses are not spoken
             welcome = job.welcome and not self._config.tuning.welcome_interruptible
             response = self._current = Response(interruptible=not welcome)
+            response.turn = job.turn if isinstance(job, _Reply) else None
             with response.scope:
                 try:
                     if isinstance(job, _Say):
@@ -454,9 +470,6 @@ class DefaultEngine:
                     await self._warn("response_failed", "The assistant's response failed.")
                     await self._speaker.speak(_text_only(APOLOGY), response)
             self._current = None
-            ended_at = job.turn_ended_at if isinstance(job, _Reply) else None
-            if ended_at is not None and response.first_audio_at is not None:
-                metrics.observe_turn_latency(response.first_audio_at - ended_at)
             await self._record(response)
 
     async def _record(self, response: Response) -> None:
@@ -539,12 +552,38 @@ class DefaultEngine:
         welcome, self._held_welcome = self._held_welcome, None
         if welcome is not None:  # the callee's first words: the welcome answers them, at once
             self._queue(welcome)
-        heard = _Heard(task, self._clock.monotonic(), answered=welcome is not None)
+        now = self._clock.monotonic()
+        # Silero's state lags the audio by about a window: the last window it scores as
+        # speech is the one after the speech, so the speech ends where that window starts.
+        speech_ended = self._arrivals.arrival(finished.time - self._ear().window_seconds)
+        heard = _Heard(
+            task,
+            now,
+            now if speech_ended is None else min(speech_ended, now),
+            answered=welcome is not None,
+        )
         try:
             self._open_channels().turns_in.send_nowait(heard)
         except anyio.WouldBlock:
             task.cancel()
             await self._warn("utterance_dropped", "Speech came faster than it could be handled.")
+
+    async def _keep_time(self) -> None:
+        """After speech, silence is time: while the user's turn lasts and no audio comes,
+        feed the listener the silence owed (engine/timing.py), so the turn ends on the
+        wall clock, in either end-of-turn mode."""
+        rate = self._config.input_format.sample_rate
+        while True:
+            await anyio.sleep(_KEEP_TIME_TICK_S)
+            if self._muted or self._listener is None or not self._listener.detector.in_turn:
+                continue
+            now = self._clock.monotonic()
+            samples = int(self._arrivals.owed(now) * rate)
+            if samples <= 0:
+                continue
+            self._input_clock.invented(samples / rate)
+            self._arrivals.invented(samples / rate, now)
+            await self._hear(np.zeros(samples, dtype=np.float32))
 
     async def _warn(self, code: str, message: str) -> None:
         await self._emit(EngineWarning(code, message))
@@ -572,6 +611,17 @@ class _InputClock:
 
     def heard(self, seconds: float) -> None:
         self._heard += seconds
+
+    def invented(self, seconds: float) -> None:
+        """The listener heard `seconds` of silence that is not in the input stream."""
+        total = (self._shift[-1] if self._shift else 0.0) - seconds
+        follows = bool(self._at) and self._at[-1] == self._heard
+        self._heard += seconds
+        if follows:  # more of the same silence: one entry
+            self._at[-1], self._shift[-1] = self._heard, total
+        else:
+            self._at.append(self._heard)
+            self._shift.append(total)
 
     def skipped(self, seconds: float) -> None:
         total = (self._shift[-1] if self._shift else 0.0) + seconds

@@ -132,6 +132,11 @@ class Listener:
         return self._silero.model
 
     @property
+    def window_seconds(self) -> float:
+        """The VAD's window: a FINISHED's time is the end of the last window scored speech."""
+        return float(self._silero.window_seconds)
+
+    @property
     def committed(self) -> str:
         """The words of the current turn that partial decodes agreed on."""
         return " ".join(self._committed)

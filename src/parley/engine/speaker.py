@@ -56,6 +56,7 @@ from parley.engine.base import (
 )
 from parley.engine.dtmf import key_seconds
 from parley.engine.sentences import SentenceSplitter
+from parley.engine.timing import TurnClock
 
 Emit = Callable[[EngineEvent], Awaitable[None]]
 
@@ -88,6 +89,7 @@ class Response:
     calls_passed: int = 0  # ToolCallParts the speaker has reached
     after_calls: int = 0  # sentences sent before the last of them
     interruptible: bool = True  # False: a welcome the user's speech does not cut
+    turn: TurnClock | None = None  # a reply to a spoken user turn: its stages' instants
 
     @property
     def text(self) -> str:
@@ -275,17 +277,22 @@ class Speaker:
         return await anyio.to_thread.run_sync(render, samples, rate, self._format)
 
     async def _sentence(self, sentence: str, response: Response, pacer: Pacer) -> None:
+        if response.turn is not None:
+            response.turn.sentence(self._clock.monotonic())
         fmt = self._format
         ready = self._prepared.pop((sentence, self._voice), None)
         data = await ready if ready is not None else await self._render(sentence)
         seconds = fmt.duration(data)
         for index, chunk in enumerate(split_chunks(fmt, data, self._chunk_ms)):
+            turn = None
             if not response.started:
                 response.started = True
                 response.first_audio_at = self._clock.monotonic()
+                if response.turn is not None:
+                    turn = response.turn.marks(response.first_audio_at)
                 await self._emit(AssistantStartedSpeaking())
             await pacer.wait_for_room()
-            await self._emit(AudioChunk(chunk, sentence if index == 0 else ""))
+            await self._emit(AudioChunk(chunk, sentence if index == 0 else "", turn))
             response.on_air.set()
             starts = pacer.sent(fmt.duration(chunk))
             response.playing_until = pacer.end

@@ -166,7 +166,7 @@ class ToolLoop:
                     f"The model called tools in {MAX_TOOL_ROUNDS} rounds; it answers without.",
                 )
             ask = dataclasses.replace(request, history=tuple(self._history), tools=offered)
-            text, made = await self._stream(ask, send)
+            text, made = await self._stream(ask, send, response)
             if not made:
                 return
             if not offered:
@@ -178,13 +178,15 @@ class ToolLoop:
                 return
 
     async def _stream(
-        self, request: ReplyRequest, send: MemoryObjectSendStream[Part]
+        self, request: ReplyRequest, send: MemoryObjectSendStream[Part], response: Response
     ) -> tuple[str, list[ToolCallPart]]:
         """Queue the model's words to the speaker; return them and the calls it made."""
         words: list[str] = []
         made: list[ToolCallPart] = []
         async with aclosing(self._replies.reply(request)) as parts:
             async for part in parts:
+                if response.turn is not None:
+                    response.turn.token(self._clock.monotonic())
                 if isinstance(part, ToolCallPart):
                     made.append(part)
                     continue

@@ -256,14 +256,15 @@ async def add_item(
     role: str,
     text: str,
     tool_calls: Sequence[ToolCall] = (),
-) -> None:
-    """Store one item of the conversation: an utterance and the tool calls of its turn.
+) -> str:
+    """Store one item of the conversation: an utterance and the tool calls of its turn;
+    return its ID.
 
     An item with tool calls is stored even when its text is empty (a reply cut short before
     any word was heard, API.md section 12).
     """
     async with ctx.db.transaction() as session:
-        await conversation_repo.add_item(
+        return await conversation_repo.add_item(
             session,
             org_id=org_id,
             conversation_id=conversation_id,

@@ -120,6 +120,7 @@ def conversation_json(conversation: Conversation) -> JsonObject:
             "id": conversation.id,
             "latencies_ms": list(conversation.latencies_ms),
             "interruptions_count": conversation.interruptions_count,
+            "turns": [turn.to_json() for turn in conversation.turns],
         },
         "audio_url": conversation.audio_url,
         "deletion_info": {

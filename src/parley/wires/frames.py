@@ -346,8 +346,15 @@ def event_message(event: engine.EngineEvent) -> dict[str, Any]:
     match event:
         case engine.InputText(text=text, language=language):
             return {"type": "input_text", "text": text, "language": language}
-        case engine.AudioChunk(audio=audio, text=text):
-            return {"type": "audio_chunk", "audio": base64.b64encode(audio).decode(), "text": text}
+        case engine.AudioChunk(audio=audio, text=text, timings=timings):
+            chunk: dict[str, Any] = {
+                "type": "audio_chunk",
+                "audio": base64.b64encode(audio).decode(),
+                "text": text,
+            }
+            if timings is not None:  # a reply's first audio (API.md section 18)
+                chunk["timings"] = dict(timings)
+            return chunk
         case engine.InterruptedResponse(text=text):
             return {"type": "interrupted_response", "text": text}
         case engine.KeypadPressed(digits=digits):

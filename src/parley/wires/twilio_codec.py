@@ -11,7 +11,9 @@ Rules:
   agent's `audio_format`): caller frames pass straight to the engine, agent audio is only
   cut into 20 ms frames (the last one of a reply padded with mu-law silence);
 - a `mark` goes after each engine chunk and after each reply (twilio_playback.py: what was
-  played); `playback_pending` holds until the last comes back, so a goodbye is heard;
+  played); `playback_pending` holds until the last comes back, so a goodbye is heard; the
+  echo of the mark after a reply's timed first audio is `Mark(first_audio=True)` (the
+  reply's `played_ms`, API.md section 18);
 - barge-in: the engine's `user_started_speaking` while audio is unplayed sends `clear` (the
   onset is 96 ms of speech), and the rest of the interrupted reply is dropped;
 - the assistant's keys (`keypad_input`: engine.KeypadPressed) go out as DTMF tones in
@@ -140,6 +142,8 @@ class TwilioCodec:
         self._allowance = FLOOD_BURST
         self._allowance_at = clock.monotonic()
         self._complained: dict[str, tuple[float, int]] = {}
+        self._timed = False  # a reply's timed first audio went out: the next mark tells
+        self._timed_mark: str | None = None  # the mark after it, until echoed or cleared
 
     @property
     def playback_pending(self) -> bool:
@@ -175,7 +179,8 @@ class TwilioCodec:
             case "mark":
                 name = _dict(found.get("mark")).get("name")
                 if isinstance(name, str) and self._playback.acknowledge(name):
-                    return [codec.Mark(name)]
+                    first, self._timed_mark = name == self._timed_mark, None
+                    return [codec.Mark(name, first_audio=first)]
                 return []  # a mark of cleared audio (or not ours): it does not count
             case "dtmf":
                 return self._key(_dict(found.get("dtmf")).get("digit"))
@@ -254,8 +259,11 @@ class TwilioCodec:
                 self._speaking, self._dropping = True, False
                 self._playback.start_reply()
                 return []
-            case engine.AudioChunk(audio=audio, text=text):
-                return [] if self._dropping else self._audio(audio, text)
+            case engine.AudioChunk(audio=audio, text=text, turn=turn):
+                if self._dropping:
+                    return []
+                self._timed = self._timed or turn is not None  # played_ms (API.md 18)
+                return self._audio(audio, text)
             case engine.KeypadPressed(digits=digits):  # the keys, as DTMF tones
                 return [] if self._dropping else self._audio(_keypad_audio(digits), "")
             case engine.AssistantFinishedSpeaking():
@@ -298,11 +306,14 @@ class TwilioCodec:
 
     def _mark(self, kind: str) -> str:
         name = self._playback.new_mark(kind)
+        if self._timed:
+            self._timed, self._timed_mark = False, name
         return _dump({"event": "mark", "streamSid": self._sid, "mark": {"name": name}})
 
     def _clear(self) -> list[codec.Frame]:
         self._dropping = True
         self._pending_audio = b""
+        self._timed, self._timed_mark = False, None
         self._playback.clear()
         return [_dump({"event": "clear", "streamSid": self._sid})]
 

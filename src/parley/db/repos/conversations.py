@@ -35,6 +35,7 @@ from parley.records import (
     RetentionPolicy,
     Status,
     ToolCall,
+    TurnTiming,
 )
 
 UNIQUE_VIOLATIONS = {
@@ -67,6 +68,7 @@ class ConversationState:
     ended_by: str | None = None
     latencies_ms: tuple[int, ...] = ()
     interruptions_count: int = 0
+    turn_timings: tuple[Mapping[str, Any], ...] = ()
     call_direction: str | None = None
     call_settings: Mapping[str, Any] | None = None
     answered_by: str | None = None
@@ -110,6 +112,7 @@ def to_state(row: ConversationRow) -> ConversationState:
         ended_by=row.ended_by,
         latencies_ms=tuple(row.latencies_ms or ()),
         interruptions_count=row.interruptions_count or 0,
+        turn_timings=tuple(row.turn_timings or ()),
         call_direction=row.call_direction,
         call_settings=row.call_settings,
         answered_by=row.answered_by,
@@ -206,6 +209,7 @@ def to_record(
         ended_by=row.ended_by,
         latencies_ms=tuple(row.latencies_ms or ()),
         interruptions_count=row.interruptions_count or 0,
+        turns=tuple(TurnTiming.from_json(turn) for turn in row.turn_timings or ()),
         call_settings=dict(row.call_settings or {}),
         answered_by=row.answered_by,
         transfer=dict(row.transfer) if row.transfer else None,
@@ -758,6 +762,7 @@ def _analysis_columns(measured: Outcome) -> dict[str, Any]:
     return {
         "latencies_ms": tuple(measured.latencies_ms),
         "interruptions_count": measured.interruptions_count,
+        "turn_timings": tuple(turn.to_json() for turn in measured.turns),
     }
 
 
@@ -813,10 +818,12 @@ async def add_item(
     text: str,
     tool_calls: Sequence[ToolCall] = (),
     at: datetime,
-) -> None:
+) -> str:
+    """Add one item; return its `item_…` ID."""
+    item_id = new_id("item")
     session.add(
         ConversationItemRow(
-            item_id=new_id("item"),
+            item_id=item_id,
             org_id=org_id,
             conversation_id=conversation_id,
             role=role,
@@ -826,6 +833,7 @@ async def add_item(
         )
     )
     await session.flush()
+    return item_id
 
 
 async def replace_tool_call(

@@ -189,9 +189,12 @@ class Dtmf:
 
 @dataclass(frozen=True, slots=True)
 class Mark:
-    """The wire acknowledges that the audio sent up to the mark `name` was played."""
+    """The wire acknowledges that the audio sent up to the mark `name` was played;
+    `first_audio`: it is the mark after the first audio of a reply to a spoken turn (its
+    `played_ms`, API.md section 18)."""
 
     name: str
+    first_audio: bool = False
 
 
 @dataclass(frozen=True, slots=True)

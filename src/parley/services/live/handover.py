@@ -108,10 +108,7 @@ async def stream_left(
             ctx,
             org_id=org_id,
             conversation_id=conversation_id,
-            measured=Outcome(
-                latencies_ms=tuple(analysis.latencies_ms) if analysis else (),
-                interruptions_count=analysis.interruptions_count if analysis else 0,
-            ),
+            measured=analysis.outcome() if analysis else Outcome(),
         )
     except ParleyError:
         log.exception("could not store what call %s measured", conversation_id)

@@ -9,7 +9,7 @@ from typing import Final
 from parley import engine
 from parley.services import conversations
 from parley.services.context import Context
-from parley.services.live.analysis import TurnAnalysis
+from parley.services.live.analysis import TurnAnalysis, timings
 from parley.services.live.redacting import redact_text
 from parley.services.live.tools import ConversationTools, Emit
 
@@ -24,6 +24,9 @@ class Relay:
     The assistant's item is what it said: the sentences of a finished response, or, for an
     interrupted one, what the listener had heard (InterruptedResponse's text, or what the
     wire acknowledged as played of it when the codec knows: `heard`).
+
+    The first audio chunk of a reply to a spoken turn goes out with its stages' `timings`,
+    counted as it is sent (analysis.py, API.md section 18).
 
     With `redact` (API.md section 16) an item's words are stored with personal data replaced
     by tags (redacting.py); the events emitted keep the words as heard.
@@ -66,8 +69,11 @@ class Relay:
             case engine.InputText(text=text, language=language):
                 await self.store("user", text)
                 await self._heard_language(language)
-            case engine.AudioChunk(text=text) if text:
-                self._spoken.append(text)
+            case engine.AudioChunk(text=text, turn=marks):
+                if text:
+                    self._spoken.append(text)
+                if marks is not None:  # sent now: the reply's stages (API.md section 18)
+                    event = replace(event, timings=timings(self.analysis.replied(marks)))
             case engine.AssistantStartedSpeaking():
                 self._spoken = []
             case engine.AssistantFinishedSpeaking():
@@ -94,8 +100,9 @@ class Relay:
         """Add an item to the conversation: an assistant item carries the tool calls of its
         turn (and is stored for them even with no words); nothing for an empty item."""
         calls = self._tools.take_calls() if self._tools is not None and role == "assistant" else ()
+        item_id = None
         if (text or calls) and self._keeps_items:
-            await conversations.add_item(
+            item_id = await conversations.add_item(
                 self._ctx,
                 org_id=self._org_id,
                 conversation_id=self._conversation_id,
@@ -103,3 +110,5 @@ class Relay:
                 text=redact_text(text) if self._redact else text,
                 tool_calls=calls,
             )
+        if role == "assistant":
+            self.analysis.stored(item_id)

@@ -412,10 +412,7 @@ class LiveSession:
                     org_id=self._handshake.principal.org_id,
                     conversation_id=self._conversation.id,
                     ending=self._closing or endings.CLIENT_CLOSED,
-                    measured=Outcome(
-                        latencies_ms=tuple(analysis.latencies_ms) if analysis else (),
-                        interruptions_count=analysis.interruptions_count if analysis else 0,
-                    ),
+                    measured=analysis.outcome() if analysis else Outcome(),
                 )
             except ParleyError:
                 log.exception("could not mark conversation %s ended", self._conversation.id)
@@ -444,8 +441,10 @@ class LiveSession:
             case codec.Hangup():
                 self.end(endings.USER_HANGUP)
                 return
-            case codec.Mark():
+            case codec.Mark(first_audio=first_audio):
                 self._marked.set()
+                if first_audio and self._relay is not None:
+                    self._relay.analysis.played()
                 if self._silence is not None:
                     self._silence.played()
                 return
@@ -552,8 +551,9 @@ class LiveSession:
             redact=setup.redact,
         )
         if history:  # the conversation goes on: so do its figures
-            self._relay.analysis.latencies_ms.extend(conversation.latencies_ms)
-            self._relay.analysis.interruptions_count = conversation.interruptions_count
+            self._relay.analysis.resume(
+                conversation.latencies_ms, conversation.turns, conversation.interruptions_count
+            )
         self._voice_id = event.voice_id or agent.voice_id
         input_format = engine.AudioFormat.parse(event.input_format or agent.audio_format)
         output_format = engine.AudioFormat.parse(event.output_format or agent.audio_format)

@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0027"
-down_revision = "0024"
+down_revision = "0025"
 branch_labels = None
 depends_on = None
 
