@@ -16,6 +16,7 @@ from parley.records import (
     IssuedTool,
     Outcome,
     ToolSpec,
+    TurnTiming,
 )
 from parley.services import Context, agents, conversations, endings, orgs, tools
 from parley.services.orgs import NewOrganization
@@ -81,9 +82,10 @@ async def make_conversation_at(
     *,
     ended_by: EndedBy | None = None,
     latencies_ms: tuple[int, ...] = (),
+    turns: tuple[TurnTiming, ...] = (),
 ) -> Conversation:
     """Create a conversation at `at` through the services and, given `ended_by`, end it
-    there, storing `latencies_ms` as its socket would have measured them."""
+    there, storing `latencies_ms` and `turns` as its socket would have measured them."""
     then = dataclasses.replace(ctx, clock=FixedClock(at))
     created = await conversations.create_conversation(
         then, org_id=org_id, agent=agent, project=None, conversation_id=None
@@ -94,6 +96,6 @@ async def make_conversation_at(
             org_id=org_id,
             conversation_id=created.id,
             ending=endings.Ending(ended_by, endings.CloseCode.NORMAL, ""),
-            measured=Outcome(latencies_ms=latencies_ms),
+            measured=Outcome(latencies_ms=latencies_ms, turns=turns),
         )
     return await conversations.get_conversation(ctx, org_id=org_id, conversation_id=created.id)

@@ -585,6 +585,8 @@ class ConversationTimings:
 
     created_at: datetime
     latencies_ms: tuple[int, ...]
+    turns: tuple[Mapping[str, Any], ...] = ()
+    """`analysis.turns` as stored: each reply's `<stage>_ms` (API.md section 18)."""
 
 
 @dataclass(frozen=True, slots=True)

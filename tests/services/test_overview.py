@@ -16,7 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from parley.db.repos import overview as overview_repo
 from parley.db.tables import ConversationRow
-from parley.records import EndedBy
+from parley.records import EndedBy, TurnTiming
 from parley.services import Context, overview
 from tests.factories import FixedClock, make_agent, make_conversation_at, make_org
 
@@ -142,10 +142,39 @@ async def test_overview_total_stage_p50_p95_per_day_from_latencies(ctx: Context)
     assert totals[TODAY] == overview.StageFigures(samples=1, p50=640, p95=640)
     quiet = [d for d in totals if d not in (two_days_ago.date(), TODAY)]
     assert all(totals[d] == overview.StageFigures(0, None, None) for d in quiet)
-    assert week.stages_seen == ("total",)  # the other stages: no data until they are stored
+    assert week.stages_seen == ("total",)  # no conversation stored its stages
     for day in week.days:
         for stage in set(overview.STAGES) - {"total"}:
             assert day.stages[stage].samples == 0
+
+
+def turn(endpointing: int, total: int, played: int | None = None) -> TurnTiming:
+    return TurnTiming(
+        endpointing_ms=endpointing,
+        transcription_ms=10,
+        model_first_token_ms=20,
+        speech_first_audio_ms=30,
+        total_ms=total,
+        played_ms=played,
+    )
+
+
+async def test_overview_each_stage_p50_p95_per_day_from_the_stored_turns(ctx: Context) -> None:
+    org_id, agent = await org_with_agent(ctx)
+    turns = (turn(100, 300), turn(300, 500, played=600), turn(200, 400))
+    await make_conversation_at(
+        ctx, org_id, agent, NOW, ended_by=EndedBy.USER, latencies_ms=(300, 500, 400), turns=turns
+    )
+
+    week = await overview.week_overview(at_today(ctx), org_id=org_id)
+
+    [today] = [day for day in week.days if day.day == TODAY]
+    assert today.stages["endpointing"] == overview.StageFigures(samples=3, p50=200, p95=300)
+    assert today.stages["transcription"] == overview.StageFigures(samples=3, p50=10, p95=10)
+    assert today.stages["total"] == overview.StageFigures(samples=3, p50=400, p95=500)
+    # `played_ms` is None but on calls: only the one turn that has it is a sample.
+    assert today.stages["played"] == overview.StageFigures(samples=1, p50=600, p95=600)
+    assert set(week.stages_seen) == set(overview.STAGES)
 
 
 async def test_overview_reads_only_the_week_through_the_creation_index(ctx: Context) -> None:

@@ -101,12 +101,15 @@ class Overview:
 
 
 def stage_samples(timings: ConversationTimings) -> Mapping[str, Sequence[int]]:
-    """One conversation's samples per stage (rule 4): `total` from `latencies_ms`.
-
-    The other stages are read from `analysis.turns` once conversations store it: each
-    turn's `<stage>_ms` that is not None is a sample of `<stage>`.
-    """
-    return {"total": timings.latencies_ms}
+    """One conversation's samples per stage (rule 4): `total` from `latencies_ms` (which
+    conversations stored before `analysis.turns` have too), every other stage from
+    `analysis.turns`, each turn's `<stage>_ms` that is not None a sample of `<stage>`."""
+    samples: dict[str, Sequence[int]] = {"total": timings.latencies_ms}
+    for stage in STAGES:
+        if stage != "total":
+            values = (turn.get(f"{stage}_ms") for turn in timings.turns)
+            samples[stage] = [int(value) for value in values if value is not None]
+    return samples
 
 
 def nearest_rank(counts: Counter[int], percent: int) -> int | None:

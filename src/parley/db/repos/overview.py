@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import ColumnElement, Select, and_, case, func, literal, select
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -50,11 +51,13 @@ def endings_query(org_id: str, bounds: Sequence[datetime]) -> Select[int, str | 
     return select(rows.c.day, rows.c.ended_by, func.count()).group_by(rows.c.day, rows.c.ended_by)
 
 
-def timings_query(org_id: str, bounds: Sequence[datetime]) -> Select[datetime, list[int]]:
-    """The window's conversations' creation times and measured latencies."""
-    return select(ConversationRow.created_at, ConversationRow.latencies_ms).where(
-        _window(org_id, bounds)
-    )
+def timings_query(
+    org_id: str, bounds: Sequence[datetime]
+) -> Select[datetime, list[int], list[dict[str, Any]]]:
+    """The window's conversations' creation times, measured latencies and reply stages."""
+    return select(
+        ConversationRow.created_at, ConversationRow.latencies_ms, ConversationRow.turn_timings
+    ).where(_window(org_id, bounds))
 
 
 async def endings(
@@ -71,5 +74,7 @@ async def timings(
     """Yield the window's conversations' timings, fetched `BATCH` rows at a time."""
     query = timings_query(org_id, bounds).execution_options(yield_per=BATCH)
     result = await session.stream(query)
-    async for created_at, latencies in result:
-        yield ConversationTimings(created_at=created_at, latencies_ms=tuple(latencies or ()))
+    async for created_at, latencies, turns in result:
+        yield ConversationTimings(
+            created_at=created_at, latencies_ms=tuple(latencies or ()), turns=tuple(turns or ())
+        )
