@@ -83,6 +83,8 @@ class ConversationState:
     summary: str | None = None
     redacted: bool = False
     replay_of: str | None = None
+    test_run_id: str | None = None
+    tool_overrides: Mapping[str, Any] | None = None
 
 
 COLUMNS = tuple(field.name for field in fields(ConversationState))
@@ -125,6 +127,8 @@ def to_state(row: ConversationRow) -> ConversationState:
         summary=row.summary,
         redacted=bool(row.redacted),
         replay_of=row.replay_of,
+        test_run_id=row.test_run_id,
+        tool_overrides=row.tool_overrides,
     )
 
 
@@ -207,6 +211,8 @@ def to_record(
         language=joined.language if row.agent_id else None,
         audio_format=joined.audio_format if row.agent_id else None,
         replay_of=row.replay_of,
+        test_run_id=row.test_run_id,
+        tool_overrides=dict(row.tool_overrides) if row.tool_overrides is not None else None,
     )
 
 
@@ -388,10 +394,12 @@ async def create(
     call_info: CallInfo | None = None,
     call_settings: Mapping[str, Any] | None = None,
     replay_of: str | None = None,
+    test_run_id: str | None = None,
+    tool_overrides: Mapping[str, Any] | None = None,
 ) -> ConversationState:
     """Insert a `pending` conversation of an agent (of a phone call, given `call_info`; an
     outbound call's `config` overrides, given `call_settings`; the conversation whose
-    recording it replays, given `replay_of`)."""
+    recording it replays, given `replay_of`; a test run's, given `test_run_id`)."""
     state = ConversationState(
         org_id=org_id,
         id=conversation_id,
@@ -411,6 +419,8 @@ async def create(
         call_direction=call_info.direction if call_info else None,
         call_settings=dict(call_settings) if call_settings is not None else None,
         replay_of=replay_of,
+        test_run_id=test_run_id,
+        tool_overrides=dict(tool_overrides) if tool_overrides is not None else None,
     )
     await session.execute(insert(ConversationRow).values(**_columns(state)))
     return state
