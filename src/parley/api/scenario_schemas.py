@@ -45,7 +45,7 @@ class ExpectedToolCall(Input):
 
 
 class InlineExtractionSchema(Input):
-    prompt: Prompt = "Extract the fields from the conversation."
+    prompt: Prompt | None = None
     fields: Fields
 
 

@@ -43,6 +43,7 @@ from parley.services import (
 from parley.services.context import Context
 from parley.services.eval_prompts import find_eval_prompt
 from parley.services.scenario_caller import Call, Dialer, Speech, caller_of, caller_voice
+from parley.services.scenarios import INLINE_PROMPT
 from parley.services.scenario_checks import (
     check_conversation,
     check_evaluations,
@@ -216,7 +217,7 @@ class Runner:
             org_id=run.org_id,
             project=ProjectRef(id=run.project_id, name=str(spec["project"])),
             name=str(spec["name"]),
-            prompt=str(given["prompt"]),
+            prompt=str(given.get("prompt") or INLINE_PROMPT),
             fields=tuple(ExtractionField(**field) for field in given["fields"]),
             created_at=run.created_at,
             updated_at=run.created_at,

@@ -40,6 +40,7 @@ from parley.services.paging import page_of
 
 __all__ = [
     "DEFAULT_MAX_TURNS",
+    "INLINE_PROMPT",
     "create_scenario",
     "delete_scenario",
     "get_scenario",
@@ -49,6 +50,8 @@ __all__ = [
 ]
 
 DEFAULT_MAX_TURNS: Final = 5
+INLINE_PROMPT: Final = "Extract the fields from the conversation."
+"""The prompt of an inline extraction schema that gives none."""
 UNIQUE_VIOLATIONS = scenario_repo.UNIQUE_VIOLATIONS
 
 
@@ -199,7 +202,9 @@ async def _check_extraction(
         fields = tuple(ExtractionField(**field) for field in schema["fields"])
         try:
             extraction_schemas.check_spec(
-                ExtractionSchemaSpec(name="inline", prompt=schema["prompt"], fields=fields)
+                ExtractionSchemaSpec(
+                    name="inline", prompt=schema.get("prompt") or INLINE_PROMPT, fields=fields
+                )
             )
         except ValidationFailed as error:
             raise ValidationFailed(
