@@ -51,7 +51,7 @@ async def test_test_run_scripted_caller_passing_and_failing_scenarios(customer: 
     run = await finished_run(customer, queued.json()["test_run"]["id"])
     assert run["status"] == "failed", run
     results = {result["scenario"]: result for result in run["results"]}
-    assert results["books-a-table"]["passed"], results["books-a-table"]
+    assert results["books-a-table"]["passed"], results
     assert results["books-a-table"]["failures"] == []
     assert results["books-a-table"]["latencies_ms"], results["books-a-table"]
     failed = results["expects-chocolate"]
@@ -62,7 +62,7 @@ async def test_test_run_scripted_caller_passing_and_failing_scenarios(customer: 
     ]
     conversation = (
         await customer.api.get(f"/v1/conversations/{results['books-a-table']['conversation_id']}")
-    ).json()
+    ).json()["conversation"]
     assert conversation["origin"] == "test"
     user_items = [item["text"] for item in conversation["items"] if item["role"] == "user"]
     assert any("table" in text.lower() for text in user_items), conversation["items"]
