@@ -13,7 +13,7 @@ pytestmark = pytest.mark.anyio
 SCENARIOS = "/v1/projects/main/test_scenarios"
 
 
-async def finished_run(customer: Customer, run_id: str, seconds: float = 90) -> dict[str, Any]:
+async def finished_run(customer: Customer, run_id: str, seconds: float = 240) -> dict[str, Any]:
     """Poll the run until it is no longer queued or running."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + seconds
@@ -81,3 +81,37 @@ async def test_test_run_agent_ending_the_call_is_ended_by_assistant(customer: Cu
     )
     run = await finished_run(customer, queued.json()["test_run"]["id"])
     assert run["status"] == "passed", run
+
+
+async def test_test_run_phone_transport_passing_and_failing_scenarios(customer: Customer) -> None:
+    line = "Please book me a table for two at seven tonight."
+    passing = {
+        "name": "phone-books-a-table",
+        "agent": customer.agent,
+        "transport": "phone",
+        "caller": {"lines": [line]},
+        "expect": {"transcript_contains": ["table for two", "you said"], "ended_by": ["user"]},
+    }
+    failing = {
+        "name": "phone-expects-chocolate",
+        "agent": customer.agent,
+        "transport": "phone",
+        "caller": {"lines": [line]},
+        "expect": {"transcript_contains": ["chocolate"]},
+    }
+    for body in (passing, failing):
+        assert (await customer.api.post(SCENARIOS, json=body)).status_code == 201
+    queued = await customer.api.post("/v1/projects/main/test_runs", json={})
+    run = await finished_run(customer, queued.json()["test_run"]["id"])
+    results = {result["scenario"]: result for result in run["results"]}
+    assert results["phone-books-a-table"]["passed"], results
+    assert results["phone-expects-chocolate"]["failures"] == [
+        "transcript_contains: 'chocolate' was never said"
+    ]
+    assert run["status"] == "failed"
+    conversation_id = results["phone-books-a-table"]["conversation_id"]
+    conversation = (await customer.api.get(f"/v1/conversations/{conversation_id}")).json()
+    found = conversation["conversation"]
+    assert found["origin"] == "test"
+    assert found["call_info"]["direction"] == "test"
+    assert found["call_info"]["to_phone_number"] is None

@@ -825,7 +825,7 @@ class CallInfoOut(BaseModel):
     from_phone_number: str | None
     to_phone_number: str | None
     twilio_call_sid: str | None
-    direction: Literal["inbound", "outbound"]
+    direction: Literal["inbound", "outbound", "test"]
 
 
 class AnalysisOut(BaseModel):

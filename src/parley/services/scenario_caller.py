@@ -146,7 +146,7 @@ class Call:
     speak: Callable[[str], Awaitable[bytes]]
     """The caller's words as audio in the transport's format."""
     conversation_id: str
-    max_seconds: float = 120.0
+    max_seconds: float = 300.0
     heard: list[tuple[str, str]] = field(default_factory=list)
     """What was said, (`agent` | `caller`, text): filled in by the Dialer."""
 

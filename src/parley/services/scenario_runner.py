@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any, Final
 from urllib.parse import urlencode
 
@@ -23,6 +23,7 @@ from parley import engine
 from parley.errors import ParleyError
 from parley.records import (
     SYSTEM,
+    Agent,
     Conversation,
     ExtractionField,
     ExtractionSchema,
@@ -39,16 +40,24 @@ from parley.services import (
     extractions,
     scenario_runs,
     session_tokens,
+    telephony,
 )
 from parley.services.context import Context
 from parley.services.eval_prompts import find_eval_prompt
-from parley.services.scenario_caller import Call, Dialer, Speech, caller_of, caller_voice
-from parley.services.scenarios import INLINE_PROMPT
+from parley.services.scenario_caller import (
+    Call,
+    Caller,
+    Dialer,
+    Speech,
+    caller_of,
+    caller_voice,
+)
 from parley.services.scenario_checks import (
     check_conversation,
     check_evaluations,
     check_extraction,
 )
+from parley.services.scenarios import INLINE_PROMPT
 
 __all__ = ["MAX_AT_ONCE", "Runner", "scenario_runner"]
 
@@ -61,7 +70,25 @@ POLL_SECONDS: Final = 0.5
 ENDED_WAIT_SECONDS: Final = 10.0
 """How long after its socket closed a test conversation may take to be ended."""
 TOKEN_SECONDS: Final = 300
-CALLER_FORMAT: Final = engine.AudioFormat.PCM_16000
+SOCKET_FORMAT: Final = engine.AudioFormat.PCM_16000
+PHONE_FORMAT: Final = engine.AudioFormat.MULAW_8000
+
+
+class _Transcribed:
+    """A caller that hears the agent through the stored conversation (the phone wire
+    carries audio only): what the agent said, as its items say."""
+
+    def __init__(self, ctx: Context, org_id: str, conversation_id: str, inner: Caller) -> None:
+        self._ctx, self._org_id, self._id, self._inner = ctx, org_id, conversation_id, inner
+
+    async def next_line(self, heard: Sequence[tuple[str, str]]) -> str | None:
+        del heard  # the wire's account has no words; the stored one has
+        found = await conversations.get_conversation(
+            self._ctx, org_id=self._org_id, conversation_id=self._id
+        )
+        roles = {"user": "caller", "assistant": "agent"}
+        said = [(roles[i.role], i.text) for i in found.items if i.role in roles and i.text]
+        return await self._inner.next_line(said)
 
 
 class Runner:
@@ -107,59 +134,28 @@ class Runner:
         name = str(spec["name"])
         conversation_id: str | None = None
         try:
-            if spec.get("transport", "websocket") != "websocket":
-                return _failed(name, None, "transport: the phone path is not supported yet")
             caller = caller_of(spec["caller"], self._ctx.language_model)
             agent = await agents.get_agent(
                 self._ctx, org_id=run.org_id, ref=str(spec["agent"]), project=str(spec["project"])
             )
-            made = await conversations.create_conversation(
-                self._ctx,
-                org_id=run.org_id,
-                agent=agent.id,
-                project=None,
-                conversation_id=None,
-                test_run_id=run.id,
-                tool_overrides=spec.get("tool_overrides"),
-            )
-            conversation_id = made.id
-            token = await session_tokens.create_session_token(
-                self._ctx,
-                org_id=run.org_id,
-                ttl_seconds=TOKEN_SECONDS,
-                conversation_ids=[made.id],
-                actor=SYSTEM,
-            )
-            query = urlencode({"session_token": token.secret, "conversation_id": made.id})
-            opening: dict[str, Any] = {
-                "type": "config",
-                "agent": agent.id,
-                "input_format": CALLER_FORMAT.value,
-                "output_format": CALLER_FORMAT.value,
-            }
-            if spec.get("template_variables"):
-                opening["template_variables"] = dict(spec["template_variables"])
-            voice = caller_voice(self._synthesizer, agent.voice_id)
-            speech = Speech(self._synthesizer, voice=voice, output_format=CALLER_FORMAT)
-            call = Call(
-                url=f"{run.server_url}/v1/sts/ws?{query}",
-                transport="websocket",
-                opening=opening,
-                caller=caller,
-                speak=speech.render,
-                conversation_id=made.id,
-            )
+            if spec.get("transport", "websocket") == "phone":
+                call = await self._phone_call(run, spec, agent, caller)
+            else:
+                call = await self._socket_call(run, spec, agent, caller)
+            conversation_id = call.conversation_id
             await self._dialer.dial(call)
-            ended = await self._ended(run.org_id, made.id)
+            ended = await self._ended(run.org_id, call.conversation_id)
             if ended is None:
-                return _failed(name, made.id, "call: the conversation did not end after the call")
+                return _failed(
+                    name, conversation_id, "call: the conversation did not end after the call"
+                )
             failures = check_conversation(spec.get("expect") or {}, ended)
             failures += await self._model_checks(run, spec, ended)
             return ScenarioResult(
                 scenario=name,
                 passed=not failures,
                 failures=tuple(failures),
-                conversation_id=made.id,
+                conversation_id=conversation_id,
                 latencies_ms=ended.latencies_ms,
             )
         except ParleyError as error:
@@ -167,6 +163,78 @@ class Runner:
         except Exception as error:  # a scenario's bug must not stop the run
             log.exception("test scenario %s failed to run", name)
             return _failed(name, conversation_id, f"call: {type(error).__name__}: {error}")
+
+    async def _socket_call(
+        self, run: ScenarioRun, spec: Mapping[str, Any], agent: Agent, caller: Caller
+    ) -> Call:
+        """A call over `/v1/sts/ws`: a `pending` conversation and a session token of its own,
+        restricted to it."""
+        made = await conversations.create_conversation(
+            self._ctx,
+            org_id=run.org_id,
+            agent=agent.id,
+            project=None,
+            conversation_id=None,
+            test_run_id=run.id,
+            tool_overrides=spec.get("tool_overrides"),
+        )
+        token = await session_tokens.create_session_token(
+            self._ctx,
+            org_id=run.org_id,
+            ttl_seconds=TOKEN_SECONDS,
+            conversation_ids=[made.id],
+            actor=SYSTEM,
+        )
+        query = urlencode({"session_token": token.secret, "conversation_id": made.id})
+        opening: dict[str, Any] = {
+            "type": "config",
+            "agent": agent.id,
+            "input_format": SOCKET_FORMAT.value,
+            "output_format": SOCKET_FORMAT.value,
+        }
+        if spec.get("template_variables"):
+            opening["template_variables"] = dict(spec["template_variables"])
+        return Call(
+            url=f"{run.server_url}/v1/sts/ws?{query}",
+            transport="websocket",
+            opening=opening,
+            caller=caller,
+            speak=self._speech(agent, SOCKET_FORMAT).render,
+            conversation_id=made.id,
+        )
+
+    async def _phone_call(
+        self, run: ScenarioRun, spec: Mapping[str, Any], agent: Agent, caller: Caller
+    ) -> Call:
+        """A call over the Twilio media socket, as a carrier would open it, with a stream
+        token of its own; the agent's words are read from the conversation (the wire does
+        not carry them)."""
+        conversation_id, token = await telephony.open_test_call(
+            self._ctx,
+            org_id=run.org_id,
+            agent_id=agent.id,
+            test_run_id=run.id,
+            tool_overrides=spec.get("tool_overrides"),
+        )
+        if spec.get("template_variables"):
+            await conversations.set_template_variables(
+                self._ctx,
+                org_id=run.org_id,
+                conversation_id=conversation_id,
+                values=dict(spec["template_variables"]),
+            )
+        return Call(
+            url=f"{run.server_url}/v1/telephony/twilio/media",
+            transport="phone",
+            opening={"conversation_id": conversation_id, "stream_token": token},
+            caller=_Transcribed(self._ctx, run.org_id, conversation_id, caller),
+            speak=self._speech(agent, PHONE_FORMAT).render,
+            conversation_id=conversation_id,
+        )
+
+    def _speech(self, agent: Agent, output_format: engine.AudioFormat) -> Speech:
+        voice = caller_voice(self._synthesizer, agent.voice_id)
+        return Speech(self._synthesizer, voice=voice, output_format=output_format)
 
     async def _ended(self, org_id: str, conversation_id: str) -> Conversation | None:
         loop = asyncio.get_running_loop()
