@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+
 from tests.e2e.conftest import Customer
 from tests.e2e.test_test_runs import SCENARIOS, finished_run
 from tests.e2e.test_tools_ws import call_round

@@ -79,7 +79,8 @@ async def test_run_with_a_failed_scenario_ends_failed_and_sends_the_event(ctx: C
     await scenario_runs.add_result(ctx, run_id, result("one", passed=True))
     await scenario_runs.add_result(ctx, run_id, result("two", passed=False))
     finished = await scenario_runs.finish_run(ctx, run_id)
-    assert finished is not None and finished.status == RunStatus.FAILED
+    assert finished is not None
+    assert finished.status == RunStatus.FAILED
     assert await scenario_runs.finish_run(ctx, run_id) is None  # ended once
     sent = await events(ctx)
     assert [body["event_type"] for body in sent] == ["test_run.completed"]
@@ -95,7 +96,8 @@ async def test_run_all_passed_ends_passed(ctx: Context) -> None:
     await scenario_runs.claim_next(ctx)
     await scenario_runs.add_result(ctx, run_id, result("only", passed=True))
     finished = await scenario_runs.finish_run(ctx, run_id)
-    assert finished is not None and finished.status == RunStatus.PASSED
+    assert finished is not None
+    assert finished.status == RunStatus.PASSED
 
 
 async def test_run_of_a_dead_instance_ended_error_by_another(ctx: Context) -> None:
