@@ -18,7 +18,7 @@ from tests.faults.ws_client import make_agent
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
-DATABASE = {"PARLEY_DATABASE_URL": "sqlite:///parley.db"}
+DATABASE_URL = "sqlite:///parley.db"
 LINES = ["Hello there.", "I would like a table.", "For two people.", "Thank you."]
 
 
@@ -28,7 +28,7 @@ async def run_status(api: httpx.AsyncClient, run_id: str) -> dict[str, Any]:
 
 
 async def test_kill_9_mid_run_then_restart_ends_the_run_error(tmp_path: Path) -> None:
-    serve = ServeProcess(tmp_path, **DATABASE)
+    serve = ServeProcess(tmp_path, PARLEY_DATABASE_URL=DATABASE_URL)
     try:
         serve.start()
         assert serve.first_key is not None
