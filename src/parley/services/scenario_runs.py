@@ -75,15 +75,18 @@ async def get_run(ctx: Context, *, org_id: str, run_id: str) -> ScenarioRun:
 
 
 async def claim_next(ctx: Context) -> ScenarioRun | None:
-    """Claim the oldest queued run for this instance (rule 2); None when none waits."""
+    """Claim the oldest queued run for this instance (rule 2); None when none waits. An
+    idle poll is one read: no write transaction unless a run waits."""
+    async with ctx.db.read() as session:
+        run_id = await run_repo.oldest_queued(session)
+    if run_id is None:
+        return None
     async with ctx.db.transaction() as session:
-        run_id = await run_repo.claim_next(
-            session, instance_id=ctx.instance.id, at=utcnow(ctx.clock)
-        )
-        if run_id is None:
+        if not await run_repo.claim(
+            session, run_id, instance_id=ctx.instance.id, at=utcnow(ctx.clock)
+        ):
             return None
-        row = await run_repo.get_any(session, run_id)
-    return row
+        return await run_repo.get_any(session, run_id)
 
 
 async def add_result(ctx: Context, run_id: str, result: ScenarioResult) -> None:

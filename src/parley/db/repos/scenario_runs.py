@@ -99,28 +99,31 @@ async def get_any(session: AsyncSession, run_id: str) -> ScenarioRun:
     return to_record(row)
 
 
-async def claim_next(session: AsyncSession, *, instance_id: str, at: datetime) -> str | None:
-    """Claim the oldest queued run for `instance_id`; its ID, or None when none is queued.
-
-    The status is checked again by the UPDATE itself, so of two instances claiming the same
-    run at once exactly one changes it (on PostgreSQL the second re-reads the row and finds
-    it `running`; SQLite writes one at a time)."""
+async def oldest_queued(session: AsyncSession) -> str | None:
+    """The ID of the oldest queued run, or None."""
     oldest = (
         select(ScenarioRunRow.id)
         .where(ScenarioRunRow.status == RunStatus.QUEUED.value)
         .order_by(ScenarioRunRow.created_at, ScenarioRunRow.id)
         .limit(1)
     )
-    run_id = await session.scalar(oldest)
-    if run_id is None:
-        return None
+    found: str | None = await session.scalar(oldest)
+    return found
+
+
+async def claim(session: AsyncSession, run_id: str, *, instance_id: str, at: datetime) -> bool:
+    """Claim a queued run for `instance_id`; False when it is no longer queued.
+
+    The status is checked by the UPDATE itself, so of two instances claiming the same run
+    at once exactly one changes it (on PostgreSQL the second re-reads the row and finds it
+    `running`; SQLite writes one at a time)."""
     claimed = await session.execute(
         update(ScenarioRunRow)
         .where(ScenarioRunRow.id == run_id, ScenarioRunRow.status == RunStatus.QUEUED.value)
         .values(status=RunStatus.RUNNING.value, claimed_by=instance_id, started_at=at)
         .execution_options(synchronize_session=False)
     )
-    return run_id if getattr(claimed, "rowcount", 0) else None
+    return bool(getattr(claimed, "rowcount", 0))
 
 
 async def add_result(session: AsyncSession, run_id: str, result: ScenarioResult) -> None:
