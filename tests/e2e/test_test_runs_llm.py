@@ -130,3 +130,38 @@ async def test_test_run_goal_caller_failing_expectation_names_it(
     assert run["results"][0]["failures"] == [
         "tool_calls: book_table was never called (calls made: none)"
     ]
+
+
+async def test_test_run_eval_prompts_and_extraction_asked_of_the_model(
+    customer: Customer, chat: ChatServer
+) -> None:
+    # One answer serves every request: a verdict, and the one field `result` extracted.
+    chat.script.reply = ['{"result": "successful"}']
+    prompt = await customer.api.post(
+        "/v1/projects/main/conversation_eval_prompts",
+        json={"name": "polite", "prompt": "The agent was polite."},
+    )
+    assert prompt.status_code == 200, prompt.text
+    schema = {"fields": [{"name": "result", "type": "string"}]}
+    for name, value in (("judged", "successful"), ("misjudged", "unsuccessful")):
+        body = {
+            "name": name,
+            "agent": customer.agent,
+            "caller": {"lines": ["Hello, are you there?"]},
+            "expect": {
+                "eval_prompts": ["polite"],
+                "extraction": {"schema": schema, "result": {"result": value}},
+            },
+        }
+        made = await customer.api.post(SCENARIOS, json=body)
+        assert made.status_code == 201, made.text
+    queued = await customer.api.post("/v1/projects/main/test_runs", json={})
+    run = await finished_run(customer, queued.json()["test_run"]["id"])
+    results = {result["scenario"]: result for result in run["results"]}
+    assert results["judged"]["failures"] == [], results
+    assert results["misjudged"]["failures"] == [
+        'extraction: \'result\' was "successful", expected "unsuccessful"'
+    ]
+    assert run["status"] == "failed"
+    evaluations = [r.body for r in chat.requests if "polite" in json.dumps(r.body)]
+    assert evaluations, "no evaluation was asked of the model"

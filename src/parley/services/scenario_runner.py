@@ -281,7 +281,7 @@ class Runner:
                     session, run.org_id, given, str(spec["project"])
                 )
         return ExtractionSchema(
-            id=f"inline_{spec['id']}",
+            id=str(spec["id"]),  # an inline schema is known by its scenario
             org_id=run.org_id,
             project=ProjectRef(id=run.project_id, name=str(spec["project"])),
             name=str(spec["name"]),
