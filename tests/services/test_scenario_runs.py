@@ -102,12 +102,12 @@ async def test_run_all_passed_ends_passed(ctx: Context) -> None:
 
 async def test_run_of_a_dead_instance_ended_error_by_another(ctx: Context) -> None:
     org_id, run_id = await queued_run(ctx)
-    dead, alive = as_instance(ctx, "runner-dead", lease=0.2), as_instance(ctx, "runner-alive", 0.2)
+    dead, alive = as_instance(ctx, "runner-dead", lease=3.0), as_instance(ctx, "runner-alive", 3.0)
     await instances.start(dead)
     await scenario_runs.claim_next(dead)
     await scenario_runs.add_result(ctx, run_id, result("one", passed=True))
     assert await scenario_runs.end_orphaned_runs(alive) == 0  # its lease still runs
-    await asyncio.sleep(0.3)
+    await asyncio.sleep(3.2)
     await instances.start(alive)
     assert await scenario_runs.end_orphaned_runs(alive) == 1
     run = await scenario_runs.get_run(ctx, org_id=org_id, run_id=run_id)

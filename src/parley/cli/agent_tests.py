@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
-from xml.etree import ElementTree
+from typing import TYPE_CHECKING, Any
 
-import httpx
 import typer
+
+if TYPE_CHECKING:  # imported when the command runs: `parley --help` stays light
+    import httpx
 
 DEFAULT_SERVER = "http://127.0.0.1:8000"
 POLL_SECONDS = 1.0
@@ -48,6 +49,8 @@ def run(
     timeout: float = typer.Option(1800.0, "--timeout", min=1, help="Seconds to wait for the run."),
 ) -> None:
     """Run the project's scenarios and wait; exit 1 if one failed."""
+    import httpx
+
     headers = {"Authorization": f"Bearer {api_key}"}
     try:
         with httpx.Client(base_url=server.rstrip("/"), headers=headers, timeout=30) as client:
@@ -95,6 +98,8 @@ def _refused(answer: httpx.Response) -> None:
 
 def junit_xml(project: str, finished: dict[str, Any]) -> bytes:
     """The run as JUnit XML: one `testcase` per scenario, a `failure` for each failed one."""
+    from xml.etree import ElementTree
+
     results = finished["results"]
     failed = [result for result in results if not result["passed"]]
     suite = ElementTree.Element(

@@ -80,6 +80,7 @@ async def housekeeping(ctx: Context) -> AsyncIterator[Timer]:
     """Run the instance's timer for the duration of the block (the server's lifespan)."""
     try:
         await instances.start(ctx)
+        await scenario_runs.end_orphaned_runs(ctx, including_own=True)
     except ParleyError:
         log.warning("could not register this instance yet; the timer retries", exc_info=True)
     timer = Timer(ctx)

@@ -65,8 +65,9 @@ log = logging.getLogger(__name__)
 
 MAX_AT_ONCE: Final = 4
 """Scenarios of one run played at once, per instance (API.md section 19)."""
-POLL_SECONDS: Final = 0.5
-"""How often an idle runner looks for a queued run."""
+POLL_SECONDS: Final = 5.0
+"""How often an idle runner looks for a run queued elsewhere (another instance, before a
+restart); one queued here rings `ctx.run_bell` and is looked for at once."""
 ENDED_WAIT_SECONDS: Final = 10.0
 """How long after its socket closed a test conversation may take to be ended."""
 TOKEN_SECONDS: Final = 300
@@ -110,8 +111,8 @@ class Runner:
             if run is not None:
                 await self.play_run(run)
                 continue
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stopping.wait(), POLL_SECONDS)
+            await _first_of(stopping, self._ctx.run_bell, POLL_SECONDS)
+            self._ctx.run_bell.clear()
 
     async def play_run(self, run: ScenarioRun) -> None:
         """Play every scenario of a claimed run, `MAX_AT_ONCE` at a time, then end it."""
@@ -292,6 +293,14 @@ class Runner:
         )
 
 
+async def _first_of(first: asyncio.Event, second: asyncio.Event, seconds: float) -> None:
+    """Wait until either event is set, `seconds` at most."""
+    waits = {asyncio.ensure_future(first.wait()), asyncio.ensure_future(second.wait())}
+    _done, pending = await asyncio.wait(waits, timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
+    for waiting in pending:
+        waiting.cancel()
+
+
 def _failed(name: str, conversation_id: str | None, failure: str) -> ScenarioResult:
     return ScenarioResult(
         scenario=name,
@@ -307,11 +316,11 @@ async def scenario_runner(
     ctx: Context, *, dialer: Dialer, synthesizer: engine.Synthesizer | None
 ) -> AsyncIterator[Runner | None]:
     """Run this instance's test runner for the duration of the block (the server's
-    lifespan); none without a synthesizer (a test's engine factory): runs stay queued."""
+    lifespan); none without a synthesizer (a test's engine factory): runs stay queued. Its
+    previous life's runs were ended by the housekeeping's start (services/housekeeping.py)."""
     if synthesizer is None:
         yield None
         return
-    await scenario_runs.end_orphaned_runs(ctx, including_own=True)
     runner = Runner(ctx, dialer=dialer, synthesizer=synthesizer)
     stopping = asyncio.Event()
     task = asyncio.create_task(runner.run_forever(stopping), name="parley-test-runner")

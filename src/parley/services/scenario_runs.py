@@ -57,7 +57,7 @@ async def create_run(
         specs = [
             {"id": s.id, "name": s.name, "project": in_project.name, **s.spec} for s in scenarios
         ]
-        return await run_repo.insert(
+        made = await run_repo.insert(
             session,
             run_id=new_id("trun"),
             org_id=org_id,
@@ -66,6 +66,8 @@ async def create_run(
             server_url=server_url,
             now=utcnow(ctx.clock),
         )
+    ctx.run_bell.set()  # committed: this instance's runner may claim it now
+    return made
 
 
 async def get_run(ctx: Context, *, org_id: str, run_id: str) -> ScenarioRun:
@@ -77,8 +79,8 @@ async def get_run(ctx: Context, *, org_id: str, run_id: str) -> ScenarioRun:
 async def claim_next(ctx: Context) -> ScenarioRun | None:
     """Claim the oldest queued run for this instance (rule 2); None when none waits. An
     idle poll is one read: no write transaction unless a run waits."""
-    async with ctx.db.read() as session:
-        run_id = await run_repo.oldest_queued(session)
+    async with ctx.db.statement() as connection:
+        run_id = await run_repo.oldest_queued(connection)
     if run_id is None:
         return None
     async with ctx.db.transaction() as session:
@@ -109,9 +111,9 @@ async def end_orphaned_runs(ctx: Context, *, including_own: bool = False) -> int
     now = utcnow(ctx.clock)
     stale_before = now - timedelta(seconds=ctx.instance.lease_seconds)
     ended = 0
-    async with ctx.db.read() as session:
+    async with ctx.db.statement() as connection:
         orphans = await run_repo.orphaned(
-            session, stale_before=stale_before, own=ctx.instance.id if including_own else None
+            connection, stale_before=stale_before, own=ctx.instance.id if including_own else None
         )
     for run_id in orphans:
         async with ctx.db.transaction() as session:

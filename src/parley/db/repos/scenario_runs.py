@@ -9,6 +9,7 @@ from typing import Any
 from sqlalchemy import or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from parley.db.session import Reader
 from parley.db.tables import InstanceRow, ScenarioRunRow
 from parley.errors import Forbidden, RunNotFound
 from parley.ids import looks_like_id
@@ -99,15 +100,15 @@ async def get_any(session: AsyncSession, run_id: str) -> ScenarioRun:
     return to_record(row)
 
 
-async def oldest_queued(session: AsyncSession) -> str | None:
-    """The ID of the oldest queued run, or None."""
+async def oldest_queued(reader: Reader) -> str | None:
+    """The ID of the oldest queued run, or None (one `SELECT`)."""
     oldest = (
         select(ScenarioRunRow.id)
         .where(ScenarioRunRow.status == RunStatus.QUEUED.value)
         .order_by(ScenarioRunRow.created_at, ScenarioRunRow.id)
         .limit(1)
     )
-    found: str | None = await session.scalar(oldest)
+    found: str | None = (await reader.execute(oldest)).scalar()
     return found
 
 
@@ -154,7 +155,7 @@ async def finish(
     return to_record(row)
 
 
-async def orphaned(session: AsyncSession, *, stale_before: datetime, own: str | None) -> list[str]:
+async def orphaned(reader: Reader, *, stale_before: datetime, own: str | None) -> list[str]:
     """Running runs whose instance's lease ran out (or that is gone), and `own`'s."""
     alive = select(InstanceRow.id).where(InstanceRow.heartbeat_at >= stale_before)
     condition = or_(ScenarioRunRow.claimed_by.is_(None), ScenarioRunRow.claimed_by.not_in(alive))
@@ -163,4 +164,4 @@ async def orphaned(session: AsyncSession, *, stale_before: datetime, own: str | 
     query = select(ScenarioRunRow.id).where(
         ScenarioRunRow.status == RunStatus.RUNNING.value, condition
     )
-    return list(await session.scalars(query))
+    return list((await reader.execute(query)).scalars())
