@@ -31,6 +31,7 @@ from parley.api.routes import (
     health,
     projects,
     responses,
+    scenarios,
     session_tokens,
     sip,
     storage_policies,
@@ -46,10 +47,12 @@ from parley.clock import Clock, SystemClock
 from parley.composition.context import open_context
 from parley.composition.heap import freeze_startup_heap, lean_log_records
 from parley.composition.options import engine_options, runtime_options
+from parley.composition.scenario_dialer import WebSocketDialer
 from parley.composition.webhook_sender import SenderAddress, handing_to_sender
 from parley.config import Settings, trusted_proxy_list
 from parley.engine import EngineFactory, build_engine_factory
 from parley.services.housekeeping import housekeeping
+from parley.services.scenario_runner import scenario_runner
 from parley.services.webhook_delivery import WorkerOptions, delivery_worker
 from parley.web import install_dashboard
 
@@ -119,6 +122,14 @@ def create_app(
             # Models load before the server answers anything, /health included: ready means
             # ready to hold a conversation.
             await factory.warm_up()
+            # Test runs (API.md 19): this instance's runner dials its own socket.
+            app.state.scenario_runner = await stack.enter_async_context(
+                scenario_runner(
+                    ctx,
+                    dialer=WebSocketDialer(),
+                    synthesizer=getattr(factory, "synthesizer", None),
+                )
+            )
             if freeze_heap:
                 freeze_startup_heap()
             try:
@@ -163,6 +174,7 @@ def create_app(
         sip.router,
         conversations.router,
         analysis.router,
+        scenarios.router,
         responses.router,
         telephony.router,
         telephony_ws.router,

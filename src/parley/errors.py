@@ -26,7 +26,7 @@
      │        TelephonyNotConfigured
      │        WebhookNotFound, DeliveryNotFound, StoragePolicyNotFound,
      │        ExtractionSchemaNotFound, EvalPromptNotFound, VoiceNotFound,
-     │        ConversationItemNotFound
+     │        ConversationItemNotFound, ScenarioNotFound, RunNotFound
      ├── Conflict .................. the request clashes with stored state
      │    └── NameTaken, AgentDisabled, PhoneNumberTaken, ProjectNotEmpty, ProjectProtected,
      │        ConversationExists, ConversationEnded, IssuerTaken, JtiReplayed, ToolInUse,
@@ -301,6 +301,16 @@ class ExtractionSchemaNotFound(NotFound):
 class EvalPromptNotFound(NotFound):
     code = "eval_prompt_not_found"
     message = "Evaluation prompt not found."
+
+
+class ScenarioNotFound(NotFound):
+    code = "test_scenario_not_found"
+    message = "Test scenario not found."
+
+
+class RunNotFound(NotFound):
+    code = "test_run_not_found"
+    message = "Test run not found."
 
 
 class OrganizationNotFound(NotFound):

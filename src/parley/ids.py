@@ -8,18 +8,19 @@ from typing import Literal
 
 IdKind = Literal[
     "org", "proj", "agent", "conv", "key", "sess", "tool", "wh", "msg", "storage",
-    "schema", "extr", "evalp", "eval", "item",
+    "schema", "extr", "evalp", "eval", "item", "tscn", "trun",
 ]  # fmt: skip
 
 ID_KINDS: tuple[IdKind, ...] = (
     "org", "proj", "agent", "conv", "key", "sess", "tool", "wh", "msg", "storage",
-    "schema", "extr", "evalp", "eval", "item",
+    "schema", "extr", "evalp", "eval", "item", "tscn", "trun",
 )  # fmt: skip
 """`storage`: an external storage policy, `schema`: an extraction schema, `extr`: an
 extraction, `evalp`: an evaluation prompt, `eval`: an evaluation (API.md section 16),
-`item`: a conversation item (section 17)."""
+`item`: a conversation item (section 17), `tscn`: a test scenario, `trun`: a test run
+(section 19)."""
 _ID_SHAPE = re.compile(
-    r"(org|proj|agent|conv|key|sess|tool|wh|msg|storage|schema|extr|evalp|eval|item)_[0-9a-f]{32}"
+    r"(org|proj|agent|conv|key|sess|tool|wh|msg|storage|schema|extr|evalp|eval|item|tscn|trun)_[0-9a-f]{32}"
 )
 _NAME_SHAPE = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
 _CONVERSATION_ID_SHAPE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}")

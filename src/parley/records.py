@@ -477,6 +477,10 @@ class Conversation:
     additional_languages: tuple[str, ...] = ()
     multilingual_mode: str | None = None
     """Its agent's `additional_languages` and `multilingual_mode` (API.md section 18)."""
+    test_run_id: str | None = None
+    """The test run whose caller held it (API.md section 19); else None."""
+    tool_overrides: Mapping[str, Any] | None = None
+    """A test scenario's outputs answered in place of its webhook tools' endpoints."""
 
     @property
     def duration_ms(self) -> int | None:
@@ -1140,3 +1144,57 @@ class Evaluation:
     result: str
     """An EvaluationResult's value."""
     created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Scenario:
+    """A test scenario (API.md section 19): a caller and what it expects of an agent.
+
+    `spec` is the scenario as checked (services/scenarios.py), its name excluded: `agent`,
+    `caller`, `transport`, `template_variables`, `expect` and `tool_overrides`."""
+
+    id: str
+    org_id: str
+    project: ProjectRef
+    name: str
+    spec: Mapping[str, Any]
+    created_at: datetime
+    updated_at: datetime
+
+
+class RunStatus(StrEnum):
+    """A test run's life: `queued` -> `running` -> `passed` | `failed` | `error`."""
+
+    QUEUED = "queued"
+    RUNNING = "running"
+    PASSED = "passed"
+    FAILED = "failed"
+    ERROR = "error"
+
+
+@dataclass(frozen=True, slots=True)
+class ScenarioResult:
+    """How one scenario of a run went: each failure names its expectation and what happened."""
+
+    scenario: str
+    passed: bool
+    failures: tuple[str, ...]
+    conversation_id: str | None
+    latencies_ms: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ScenarioRun:
+    """A test run: the scenarios it was made with (name and spec) and their results."""
+
+    id: str
+    org_id: str
+    project_id: str
+    status: RunStatus
+    scenarios: tuple[Mapping[str, Any], ...]
+    results: tuple[ScenarioResult, ...]
+    server_url: str
+    claimed_by: str | None
+    created_at: datetime
+    started_at: datetime | None
+    ended_at: datetime | None

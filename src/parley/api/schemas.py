@@ -850,7 +850,7 @@ class CallInfoOut(BaseModel):
     from_phone_number: str | None
     to_phone_number: str | None
     twilio_call_sid: str | None
-    direction: Literal["inbound", "outbound"]
+    direction: Literal["inbound", "outbound", "test"]
 
 
 class TurnTimingOut(BaseModel):
@@ -929,7 +929,7 @@ class ConversationOut(BaseModel):
     # The official SDK's `Conversation` members (API.md section 17), each saying what Parley
     # does: services/event_payloads.py `sdk_members` is their one home.
     workspace: str = Field(description="The organization's name.")
-    origin: Literal["direct", "inbound", "outbound", "replay"]
+    origin: Literal["direct", "inbound", "outbound", "replay", "test"]
     model: Literal["parley"]
     generate_welcome_message: bool
     is_welcome_message_interruptible: bool

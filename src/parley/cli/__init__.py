@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from parley.cli import api_keys, audit, keys, orgs, serve, tokens, webhook_sender
+from parley.cli import agent_tests, api_keys, audit, keys, orgs, serve, tokens, webhook_sender
 from parley.cli.environment import serve_epilog
 
 app = typer.Typer(
@@ -22,6 +22,7 @@ app.add_typer(api_keys.app, name="api-keys")
 app.add_typer(keys.app, name="keys")
 app.add_typer(tokens.app, name="token")
 app.add_typer(audit.app, name="audit")
+app.add_typer(agent_tests.app, name="test")
 
 
 def main() -> None:

@@ -3,7 +3,8 @@ ignored without a word (`PARLEY_DATABSE_URL` would serve a new SQLite database).
 
 The real names come from the Settings class itself, so a new setting is known at once.
 Variables of the test and benchmark tools (`PARLEY_TEST_*`, `PARLEY_BENCH_*`,
-`PARLEY_COVERAGE_FLOOR`, `PARLEY_DOCS_SCREENSHOTS`) belong to those tools and are left alone.
+`PARLEY_COVERAGE_FLOOR`, `PARLEY_DOCS_SCREENSHOTS`) and of the client commands
+(`PARLEY_API_KEY`: `parley test run`) belong to those and are left alone.
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ if TYPE_CHECKING:
 
 PREFIX = "PARLEY_"
 TOOL_PREFIXES = ("PARLEY_TEST_", "PARLEY_BENCH_")
-TOOL_VARIABLES = frozenset({"PARLEY_COVERAGE_FLOOR", "PARLEY_DOCS_SCREENSHOTS"})
+TOOL_VARIABLES = frozenset({"PARLEY_API_KEY", "PARLEY_COVERAGE_FLOOR", "PARLEY_DOCS_SCREENSHOTS"})
+"""`PARLEY_API_KEY` is a client setting (`parley test run`'s key), set in a CI job beside
+`parley serve`: not the server's, and not refused."""
 ABBREVIATIONS = {
     "DB": "DATABASE",
     "PG": "DATABASE",

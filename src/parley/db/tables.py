@@ -347,6 +347,10 @@ class ConversationRow(Base):
     """The conversation whose recording it replays (`conversations.replay`); else None."""
     heard_languages: Mapped[list[str]] = mapped_column(JSON, server_default="[]")
     """The languages heard from the user (API.md section 18), in the order first heard."""
+    test_run_id: Mapped[str | None] = mapped_column(String(40))
+    """The test run whose caller held it (API.md section 19: its `origin` is `test`)."""
+    tool_overrides: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    """A test scenario's outputs answered in place of its webhook tools' endpoints."""
 
     __table_args__ = (
         Index("ix_conversations_org_id_created_at", "org_id", "created_at"),
@@ -763,3 +767,47 @@ class RecordingUploadRow(Base):
     next_attempt_at: Mapped[datetime] = mapped_column(index=True)
     last_error: Mapped[str | None] = mapped_column(String(500))
     created_at: Mapped[datetime] = mapped_column()
+
+
+class ScenarioRow(Base):
+    """A scripted or goal-driven caller and what it expects of an agent (API.md section 19)."""
+
+    __tablename__ = "test_scenarios"
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    org_id: Mapped[str] = mapped_column(ForeignKey("organizations.id", ondelete="CASCADE"))
+    project_id: Mapped[str] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
+    name: Mapped[str] = mapped_column(String(100))
+    spec: Mapped[dict[str, Any]] = mapped_column(JSON)
+    """Everything but the name, as checked (services/test_scenarios.py)."""
+    created_at: Mapped[datetime] = mapped_column()
+    updated_at: Mapped[datetime] = mapped_column()
+
+    __table_args__ = (
+        UniqueConstraint("project_id", "name", name="uq_test_scenarios_project_id_name"),
+        Index("ix_test_scenarios_org_id_created_at", "org_id", "created_at"),
+    )
+
+
+class ScenarioRunRow(Base):
+    """A run of scenarios, queued until an instance claims it (services/test_runs.py)."""
+
+    __tablename__ = "test_runs"
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    org_id: Mapped[str] = mapped_column(ForeignKey("organizations.id", ondelete="CASCADE"))
+    project_id: Mapped[str] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
+    status: Mapped[str] = mapped_column(String(16))
+    scenarios: Mapped[list[Any]] = mapped_column(JSON)
+    """The scenarios' specs as they were when the run was made (name included)."""
+    results: Mapped[list[Any]] = mapped_column(JSON)
+    """One result per finished scenario, in the order they finished."""
+    server_url: Mapped[str] = mapped_column(String(300))
+    """Where the caller dials in: the address the run was asked for on."""
+    claimed_by: Mapped[str | None] = mapped_column(String(128))
+    """The instance running it; its lease is the instance's (services/instances.py)."""
+    created_at: Mapped[datetime] = mapped_column()
+    started_at: Mapped[datetime | None] = mapped_column()
+    ended_at: Mapped[datetime | None] = mapped_column()
+
+    __table_args__ = (Index("ix_test_runs_status_created_at", "status", "created_at"),)

@@ -176,6 +176,9 @@ class Context(DatabaseContext):
     composition root gives it the Redis change feed."""
     outbox_bell: OutboxBell = field(default_factory=OutboxBell)
     """Rung after a commit that wrote webhook deliveries (services/webhook_delivery.py)."""
+    run_bell: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set when this instance queued a test run: its runner looks at once rather than at
+    its next poll (services/scenario_runner.py)."""
     background: set[asyncio.Task[Any]] = field(default_factory=set)
     """Work this instance started after a conversation's end (services/post_call.py: the
     recording kept, then the analysis), until it is done or the server drains it."""

@@ -9,6 +9,7 @@ with its conversation.ended, is services/endings.py's.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from parley import metrics
 from parley.clock import utcnow
@@ -47,9 +48,12 @@ async def create_conversation(
     project: str | None,
     conversation_id: str | None,
     replay_of: str | None = None,
+    test_run_id: str | None = None,
+    tool_overrides: Mapping[str, Any] | None = None,
 ) -> Conversation:
     """Create a `pending` conversation with an agent; 409 if the agent is disabled.
-    `replay_of`: the conversation whose recording it replays (`conversations.replay`)."""
+    `replay_of`: the conversation whose recording it replays (`conversations.replay`);
+    `test_run_id` and `tool_overrides`: a test run's caller holds it (API.md section 19)."""
     if conversation_id is not None:
         check_conversation_id(conversation_id)
     async with ctx.db.transaction(conversation_repo.UNIQUE_VIOLATIONS) as session:
@@ -70,6 +74,8 @@ async def create_conversation(
             project=agent_record.project,
             at=utcnow(ctx.clock),
             replay_of=replay_of,
+            test_run_id=test_run_id,
+            tool_overrides=tool_overrides,
         )
         return await conversation_repo.load(session, created)
 

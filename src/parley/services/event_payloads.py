@@ -19,6 +19,7 @@ from parley.records import (
     ConversationItem,
     Evaluation,
     Extraction,
+    ScenarioRun,
     ToolCall,
 )
 
@@ -137,8 +138,11 @@ def conversation_json(conversation: Conversation) -> JsonObject:
 
 
 def origin_of(conversation: Conversation) -> str:
-    """The SDK's `origin`: `replay` (`conversations.replay`), `inbound` or `outbound` (a
-    phone call), else `direct` (the WebSocket)."""
+    """The SDK's `origin`: `test` (a test run's caller, API.md section 19), `replay`
+    (`conversations.replay`), `inbound` or `outbound` (a phone call), else `direct` (the
+    WebSocket)."""
+    if conversation.test_run_id is not None:
+        return "test"
     if conversation.replay_of is not None:
         return "replay"
     if conversation.call_info is not None:
@@ -271,4 +275,28 @@ def _tool_call_json(call: ToolCall) -> JsonObject:
         "duration_ms": call.duration_ms,
         "timed_out": call.timed_out,
         "error_message": call.error_message,
+    }
+
+
+def test_run_data(run: ScenarioRun) -> JsonObject:
+    """`test_run.completed`'s `data`: `{"test_run"}`, as `GET /v1/test_runs/{id}` shows it."""
+    return {
+        "test_run": {
+            "id": run.id,
+            "status": run.status.value,
+            "scenarios": [str(spec["name"]) for spec in run.scenarios],
+            "results": [
+                {
+                    "scenario": result.scenario,
+                    "passed": result.passed,
+                    "failures": list(result.failures),
+                    "conversation_id": result.conversation_id,
+                    "latencies_ms": list(result.latencies_ms),
+                }
+                for result in run.results
+            ],
+            "created_at": isoformat(run.created_at),
+            "started_at": isoformat_or_none(run.started_at),
+            "ended_at": isoformat_or_none(run.ended_at),
+        }
     }

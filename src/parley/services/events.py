@@ -33,6 +33,7 @@ EVENT_TYPES: Final = (
     "agent.disabled",
     "agent.enabled",
     "agent.deleted",
+    "test_run.completed",
 )
 
 EventData = Callable[[], Awaitable[dict[str, Any]]]

@@ -1,8 +1,8 @@
 """The timer of each serving instance: lease (and the active conversations' leases on the
-caps), orphans, unanswered phone calls, revocations
-waiting for the store, spent `jti` records (embedded mode), retention, recordings waiting
-for their store, uses of rotated API keys' replaced secrets (to the audit trail), spent
-credentials (conversation tokens, replaced secrets).
+caps), orphans (conversations, and test runs: services/scenario_runs.py rule 3),
+unanswered phone calls, revocations waiting for the store, spent `jti` records (embedded
+mode), retention, recordings waiting for their store, uses of rotated API keys' replaced
+secrets (to the audit trail), spent credentials (conversation tokens, replaced secrets).
 
 `housekeeping(ctx)` registers the instance (ending its previous life's and any orphaned
 live conversations), runs the timer while the server runs, and retires the instance at a
@@ -28,6 +28,7 @@ from parley.services import (
     recordings,
     retention,
     revocations,
+    scenario_runs,
     telephony,
     transfers,
 )
@@ -79,6 +80,7 @@ async def housekeeping(ctx: Context) -> AsyncIterator[Timer]:
     """Run the instance's timer for the duration of the block (the server's lifespan)."""
     try:
         await instances.start(ctx)
+        await scenario_runs.end_orphaned_runs(ctx, including_own=True)
     except ParleyError:
         log.warning("could not register this instance yet; the timer retries", exc_info=True)
     timer = Timer(ctx)
@@ -104,6 +106,9 @@ async def _run(ctx: Context, stopping: asyncio.Event) -> None:
             await _step("renew the lease", instances.renew(ctx))
             await _step("renew the active conversations' leases", active_conversations.renew(ctx))
             await _step("end orphaned conversations", instances.end_orphans(ctx))
+            await _step(
+                "end test runs whose instance is gone", scenario_runs.end_orphaned_runs(ctx)
+            )
             await _step("end calls never streamed", telephony.end_expired_calls(ctx))
             await _step(
                 "end placed calls never connected", outbound_calls.end_unconnected_calls(ctx)

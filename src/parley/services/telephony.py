@@ -33,9 +33,9 @@ import hashlib
 import logging
 import re
 import secrets
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Final
+from typing import Any, Final
 
 from parley.clock import utcnow
 from parley.db.repos import agents as agent_repo
@@ -307,6 +307,47 @@ async def _enabled_agent_for(session: Session, org_id: str, number: str) -> str 
     if await telephony_repo.agent_of_number(session, number) != agent.id:
         return None
     return agent.id
+
+
+# --- a test run's call ----------------------------------------------------------------
+
+
+async def open_test_call(
+    ctx: Context,
+    *,
+    org_id: str,
+    agent_id: str,
+    test_run_id: str,
+    tool_overrides: Mapping[str, Any] | None,
+) -> tuple[str, str]:
+    """A test run's phone call (API.md section 19): its `pending` conversation, with
+    `call_info` `{"direction": "test", "to_phone_number": the agent's first number or
+    null}` and a made-up call SID (`TEST…`: no carrier knows it), and the stream token the
+    runner presents as a carrier would; (conversation ID, token)."""
+    now = utcnow(ctx.clock)
+    async with ctx.db.transaction(conversation_repo.UNIQUE_VIOLATIONS) as session:
+        agent = await agent_repo.load(session, agent_id)
+        call = CallInfo(
+            from_phone_number=None,
+            to_phone_number=agent.phone_numbers[0] if agent.phone_numbers else None,
+            twilio_call_sid="TEST" + secrets.token_hex(16),
+            direction="test",
+        )
+        state = await conversation_repo.create(
+            session,
+            org_id=org_id,
+            conversation_id=new_id("conv"),
+            agent_id=agent.id,
+            project=agent.project,
+            at=now,
+            call_info=call,
+            test_run_id=test_run_id,
+            tool_overrides=tool_overrides,
+        )
+        token = await new_stream_token(
+            session, ctx, org_id=org_id, conversation_id=state.id, at=now
+        )
+    return state.id, token
 
 
 # --- stream tokens -----------------------------------------------------------------

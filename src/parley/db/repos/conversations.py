@@ -86,6 +86,8 @@ class ConversationState:
     redacted: bool = False
     replay_of: str | None = None
     heard_languages: tuple[str, ...] = ()
+    test_run_id: str | None = None
+    tool_overrides: Mapping[str, Any] | None = None
 
 
 COLUMNS = tuple(field.name for field in fields(ConversationState))
@@ -130,6 +132,8 @@ def to_state(row: ConversationRow) -> ConversationState:
         redacted=bool(row.redacted),
         replay_of=row.replay_of,
         heard_languages=tuple(row.heard_languages or ()),
+        test_run_id=row.test_run_id,
+        tool_overrides=row.tool_overrides,
     )
 
 
@@ -227,6 +231,8 @@ def to_record(
         heard_languages=tuple(row.heard_languages or ()),
         additional_languages=joined.additional_languages if row.agent_id else (),
         multilingual_mode=joined.multilingual_mode if row.agent_id else None,
+        test_run_id=row.test_run_id,
+        tool_overrides=dict(row.tool_overrides) if row.tool_overrides is not None else None,
     )
 
 
@@ -410,10 +416,12 @@ async def create(
     call_info: CallInfo | None = None,
     call_settings: Mapping[str, Any] | None = None,
     replay_of: str | None = None,
+    test_run_id: str | None = None,
+    tool_overrides: Mapping[str, Any] | None = None,
 ) -> ConversationState:
     """Insert a `pending` conversation of an agent (of a phone call, given `call_info`; an
     outbound call's `config` overrides, given `call_settings`; the conversation whose
-    recording it replays, given `replay_of`)."""
+    recording it replays, given `replay_of`; a test run's, given `test_run_id`)."""
     state = ConversationState(
         org_id=org_id,
         id=conversation_id,
@@ -433,6 +441,8 @@ async def create(
         call_direction=call_info.direction if call_info else None,
         call_settings=dict(call_settings) if call_settings is not None else None,
         replay_of=replay_of,
+        test_run_id=test_run_id,
+        tool_overrides=dict(tool_overrides) if tool_overrides is not None else None,
     )
     await session.execute(insert(ConversationRow).values(**_columns(state)))
     return state

@@ -538,6 +538,7 @@ class LiveSession:
             has_client=self._codec.client_tools,
             on_call=conversation.call_info is not None,
             redact=setup.redact,
+            overrides=conversation.tool_overrides,
         )
         tools.use(setup.tools, built_ins=setup.built_ins)
         self._relay = Relay(

@@ -6,7 +6,8 @@ and the built-ins `natural_conversation_ending`, `keypad_input` and `choose_not_
 (which the engine handles itself: BUILT_IN_DEFINITIONS). The
 engine sees only their definitions; `ConversationTools.run` carries out a call:
 
-- a webhook tool: one signed request (services/webhook_tools.py), never retried;
+- a webhook tool: one signed request (services/webhook_tools.py), never retried; in a test
+  run's conversation a scenario's `tool_overrides` output answers in its place (API.md 19);
 - a WebSocket tool: a ToolCallRequested (`tool_call`) to the client, whose ToolCallOutput
   (`tool_call_output`) must come within the tool's `tool_call_output_timeout_ms` (default
   5000), else the output is `{"error": "timed out"}`; a later answer gets a `tool_call_late`
@@ -89,8 +90,10 @@ class ConversationTools:
         has_client: bool = True,
         on_call: bool = False,
         redact: bool = False,
+        overrides: Mapping[str, Any] | None = None,
     ) -> None:
         self._ctx = ctx
+        self._overrides = dict(overrides or {})
         self._redact = redact
         self._org_id = org_id
         self._conversation_id = conversation_id
@@ -141,6 +144,9 @@ class ConversationTools:
         try:
             if tool is None:
                 output: Any = {"error": f"unknown tool {call.name!r}"}
+                await self._finish(state, replace(state.record, output=output))
+            elif isinstance(tool, Tool) and tool.name in self._overrides:
+                output = self._overrides[tool.name]
                 await self._finish(state, replace(state.record, output=output))
             elif isinstance(tool, Tool) and tool.type == "custom_webhook":
                 output = await self._call_webhook(state, tool, call)
