@@ -19,6 +19,7 @@ from typing import Any, Final, Protocol
 from parley import engine
 from parley.errors import NoLanguageModel
 from parley.services.context import LanguageModel
+from parley.services.voices import spoken_language
 
 __all__ = [
     "HANG_UP",
@@ -103,10 +104,18 @@ def caller_of(spec: Mapping[str, Any], model: LanguageModel | None) -> Caller:
     return GoalCaller(model, goal=spec["goal"], max_turns=int(spec["max_turns"]))
 
 
-def caller_voice(synthesizer: engine.Synthesizer, agent_voice_id: str) -> str:
-    """A voice of the synthesizer other than the agent's (the agent's when it has no other)."""
+def caller_voice(
+    synthesizer: engine.Synthesizer, agent_voice_id: str, *, language: str = "en"
+) -> str:
+    """A voice of the synthesizer other than the agent's that speaks `language` (the
+    agent's, whose language the caller speaks): an English line read by a German voice is
+    not a caller the agent can understand. The agent's own voice when there is no other."""
     agent_voice = synthesizer.resolve_voice(agent_voice_id) or synthesizer.default_voice
-    others = [voice for voice in synthesizer.voices() if voice != agent_voice]
+    others = [
+        voice
+        for voice in synthesizer.voices()
+        if voice != agent_voice and spoken_language(synthesizer, voice) == language
+    ]
     return others[0] if others else agent_voice
 
 

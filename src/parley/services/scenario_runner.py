@@ -234,7 +234,7 @@ class Runner:
         )
 
     def _speech(self, agent: Agent, output_format: engine.AudioFormat) -> Speech:
-        voice = caller_voice(self._synthesizer, agent.voice_id)
+        voice = caller_voice(self._synthesizer, agent.voice_id, language=agent.language)
         return Speech(self._synthesizer, voice=voice, output_format=output_format)
 
     async def _ended(self, org_id: str, conversation_id: str) -> Conversation | None:

@@ -78,6 +78,13 @@ class _SpeaksLanguages(Protocol):
     def language_of(self, voice: str) -> str: ...
 
 
+def spoken_language(synthesizer: Synthesizer, voice: str) -> str:
+    """The language `synthesizer`'s `voice` speaks (`VOICE_LANGUAGE` when it names none)."""
+    if isinstance(synthesizer, _SpeaksLanguages):
+        return synthesizer.language_of(voice)
+    return VOICE_LANGUAGE
+
+
 class EngineSpeech:
     """A SpeechCatalog read from the engine's synthesizer and recognizer."""
 
@@ -102,12 +109,7 @@ class EngineSpeech:
         return None if voice is None else self._language(voice)
 
     def _language(self, voice: str) -> str:
-        synthesizer = self._synthesizer
-        return (
-            synthesizer.language_of(voice)
-            if isinstance(synthesizer, _SpeaksLanguages)
-            else (VOICE_LANGUAGE)
-        )
+        return spoken_language(self._synthesizer, voice)
 
     def languages(self) -> frozenset[str] | None:
         """The recognizer's languages (None: no recognizer that cares, e.g. PARLEY_STT=none)."""
