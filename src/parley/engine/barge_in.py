@@ -2,13 +2,15 @@
 
 At the onset of the user's speech while the agent speaks, the engine pauses the agent's
 audio and opens a `BargeIn`; decodes of the user's speech so far (`Listener.probe`) then
-decide, as each comes back (`BargeIn.judge`):
+decide, as each comes back (`BargeIn.judge`). While the user still speaks, a word counts
+once two decodes in a row agree on it (a decode of a word half said is often another word:
+"uh-hu…" came out as "It's all."); once the speech pauses, the last decode counts whole.
 
 - INTERRUPT once the words heard number at least `min_words_to_interrupt` and are not all
   backchannels (backchannels.py): the reply is interrupted as before, and the speech is a
   user turn;
 - RESUME when the speech has stopped (the VAD's pause) with fewer words, or only a
-  backchannel; or when a decode of at least `NO_WORDS_S` of it found nothing at all (a
+  backchannel, or after less speech than a turn needs (`VadParams.min_speech_ms`: a click); or when a decode of at least `NO_WORDS_S` of it found nothing at all (a
   cough, a door, background noise); or after `MAX_HOLD_S` undecided: the agent goes on
   where it paused, and the speech is no turn (no item, no reply);
 - else WAIT: more speech is coming.
@@ -25,7 +27,7 @@ import asyncio
 import enum
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final
 
 import anyio
@@ -81,16 +83,26 @@ class BargeIn:
     """The turn ended: its final words decide (`final_verdict`)."""
     started_told: bool = False
     """UserStartedSpeaking was emitted for it (only once it interrupts)."""
+    last_words: list[str] = field(default_factory=list)
+    """The words of the last decode while the user spoke."""
 
     @property
     def pending(self) -> bool:
         """Still paused and undecided."""
         return not (self.interrupted or self.resumed)
 
-    def judge(self, text: str, *, covered: float, stopped: bool, now: float) -> Verdict:
+    def judge(
+        self, text: str, *, covered: float, stopped: bool, now: float, too_short: bool = False
+    ) -> Verdict:
         """The verdict on a decode of the speech up to stream time `covered`; `stopped`:
-        the speech had paused by then; `now`: the monotonic time."""
-        if meant(text, self.min_words):
+        the speech had paused by then, `too_short` with too little speech for a turn;
+        `now`: the monotonic time."""
+        if stopped and too_short:
+            return Verdict.RESUME if not self.resumed else Verdict.WAIT
+        heard = words(text)
+        agreed = heard if stopped else _common_prefix(self.last_words, heard)
+        self.last_words = [] if stopped else heard
+        if meant(" ".join(agreed), self.min_words):
             return Verdict.INTERRUPT
         if self.resumed:
             return Verdict.WAIT  # already going on: only enough words change it now
@@ -124,6 +136,7 @@ async def judge_speech(
     while not (barge.turn_over or barge.interrupted) and current() is barge.response:
         detector = listener.detector
         stopped = detector.paused or not detector.in_turn
+        too_short = detector.speech_seconds < detector.params.min_speech_ms / 1000
         probed_stopped = probed_stopped and stopped
         covered = listener.heard_until
         held_long = barge.pending and clock.monotonic() - barge.started_at >= MAX_HOLD_S
@@ -138,7 +151,9 @@ async def judge_speech(
         text = await _text_of(task)
         if barge.turn_over or barge.interrupted:
             return
-        verdict = barge.judge(text, covered=covered, stopped=stopped, now=clock.monotonic())
+        verdict = barge.judge(
+            text, covered=covered, stopped=stopped, now=clock.monotonic(), too_short=too_short
+        )
         if verdict is Verdict.INTERRUPT:
             await interrupt(barge)
         elif verdict is Verdict.RESUME:
@@ -157,3 +172,13 @@ async def _text_of(task: asyncio.Task[Transcript | None]) -> str:
         logger.exception("a decode of speech over the agent failed")
         return ""
     return "" if result is None else result.text
+
+
+def _common_prefix(first: list[str], second: list[str]) -> list[str]:
+    """The words that start both lists."""
+    agreed: list[str] = []
+    for a, b in zip(first, second, strict=False):
+        if a != b:
+            break
+        agreed.append(b)
+    return agreed

@@ -563,6 +563,7 @@ class DefaultEngine:
             self._interrupt()
             return
         current.pause()
+        self._ear().over_agent = True
         await self._emit(AssistantPaused())
         barge = self._barge = BargeIn(
             current,

@@ -111,6 +111,9 @@ class Listener:
         self._audio = TurnAudio(
             recognizer.sample_rate, keep_s=params.onset_ms / 1000 + 2 * pad + 0.1, pad_s=pad
         )
+        self.over_agent = False
+        """The turn began over the agent's speech: its decodes expect backchannels
+        (barge_in.py); cleared with the turn."""
         self._committed: list[str] = []
         self._hypothesis: list[str] = []
         self._partial: asyncio.Task[None] | None = None
@@ -168,10 +171,16 @@ class Listener:
             return None
         audio = self._audio.turn(gaps=self._gaps)
         utterance = Utterance(audio, self._audio.rate, self._audio.turn_seconds)
-        prompt = " ".join(part for part in (BACKCHANNEL_PROMPT, self._prompt) if part)
         return self._spawn(
-            self._recognizer.transcribe(utterance, language=self._language, prompt=prompt)
+            self._recognizer.transcribe(utterance, language=self._language, prompt=self._turn_prompt)
         )
+
+    @property
+    def _turn_prompt(self) -> str:
+        """The recognizer's prompt for this turn: the backchannels first over the agent."""
+        if not self.over_agent:
+            return self._prompt
+        return " ".join(part for part in (BACKCHANNEL_PROMPT, self._prompt) if part)
 
     def finish(self) -> VadEvent | None:
         """End the turn in progress now (mute); return its FINISHED, or None."""
@@ -308,7 +317,7 @@ class Listener:
             return self._spawn(self._timed_final(utterance, places))
         return self._spawn(
             self._recognizer.transcribe(
-                utterance, language=self._language, prefix=self.committed, prompt=self._prompt
+                utterance, language=self._language, prefix=self.committed, prompt=self._turn_prompt
             )
         )
 
@@ -320,7 +329,7 @@ class Listener:
             utterance,
             language=self._language,
             prefix=self.committed,
-            prompt=self._prompt,
+            prompt=self._turn_prompt,
             words=True,
         )
         if result is None or not result.text.strip():
@@ -367,6 +376,7 @@ class Listener:
             self._committed = agreed[:-1]
 
     def _reset_turn(self) -> None:
+        self.over_agent = False
         self._drop_verdict()
         self._silence_s = 0.0
         self._gaps = []

@@ -124,7 +124,9 @@ class Response:
 
     def heard(self, now: float, start: int = 0) -> str:
         """What the listener had heard at monotonic time `now`, of the sentences from the
-        `start`-th on (see the module doc)."""
+        `start`-th on (see the module doc); never past the playback of what was sent."""
+        if self.playing_until is not None:
+            now = min(now, self.playing_until)
         words: list[str] = []
         for played in self.sent[start:]:
             if played.starts is None or played.starts + played.seconds <= now:
@@ -271,8 +273,7 @@ class Speaker:
             response.started = True
             response.first_audio_at = self._clock.monotonic()
             await self._emit(AssistantStartedSpeaking())
-        await response.unpaused.wait()
-        await pacer.wait_for_room()
+        await _room(response, pacer)
         await self._emit(KeypadPressed(digits))
         response.on_air.set()
         pacer.sent(key_seconds(digits))
@@ -309,8 +310,7 @@ class Speaker:
                 response.started = True
                 response.first_audio_at = self._clock.monotonic()
                 await self._emit(AssistantStartedSpeaking())
-            await response.unpaused.wait()
-            await pacer.wait_for_room()
+            await _room(response, pacer)
             await self._emit(AudioChunk(chunk, sentence if index == 0 else ""))
             response.on_air.set()
             starts = pacer.sent(fmt.duration(chunk))
@@ -320,3 +320,11 @@ class Speaker:
             elif pacer.gap > 0 and (played := response.sent[-1]).starts is not None:
                 # a pause inside the sentence: its words are heard that much later
                 response.sent[-1] = replace(played, starts=played.starts + pacer.gap)
+
+
+async def _room(response: Response, pacer: Pacer) -> None:
+    """Wait until the next chunk may go: room ahead of playback, and not paused."""
+    await pacer.wait_for_room()
+    while response.paused:
+        await response.unpaused.wait()
+        await pacer.wait_for_room()

@@ -115,6 +115,11 @@ class TurnDetector:
         """True in a turn after PAUSED and before RESUMED or FINISHED."""
         return self._paused
 
+    @property
+    def speech_seconds(self) -> float:
+        """The speech of the turn in progress so far."""
+        return self._speech * self._window
+
     def process(self, probabilities: list[float]) -> list[VadEvent]:
         """Take the next windows' probabilities; return the transitions they complete."""
         events: list[VadEvent] = []
