@@ -160,7 +160,6 @@ LEFT_TO_OTHER_PARTS = {
     "additional_languages",
     "languages",
     "multilingual_mode",
-    "min_words_to_interrupt",  # section 18's interruptions
     "built_in_tool_configs",  # the tools' part
 }
 

@@ -78,11 +78,10 @@ def agent_delivery_json(agent: Agent) -> JsonObject:
         "generate_no_input_poke_text": False,
         "push_to_talk": False,
         "built_in_tool_configs": {},
-        # One language per agent, and any speech interrupts a reply, until issue #42:
+        # One language per agent until issue #42's languages:
         "default_language": agent.language,
         "additional_languages": [],
         "multilingual_mode": None,
-        "min_words_to_interrupt": 1,
         "intelligence_level": None,  # the model is the one Parley was started with
     }
 

@@ -143,6 +143,7 @@ class Configure(_Frame):
     )
     vad_min_silence_duration_ms: int | None = None
     vad_threshold: float | None = None
+    min_words_to_interrupt: int | None = None
 
 
 class ResetOptions(Configure):
