@@ -148,7 +148,7 @@ async def judge_speech(
             return  # the turn ended: its final words decide
         probed_stopped = stopped
         next_at = covered + PROBE_STEP_S
-        text = await _text_of(task)
+        text = await _text_of(task, barge, clock, resume)
         if barge.turn_over or barge.interrupted:
             return
         verdict = barge.judge(
@@ -160,8 +160,21 @@ async def judge_speech(
             await resume(barge)
 
 
-async def _text_of(task: asyncio.Task[Transcript | None]) -> str:
-    """A decode's words; none when it failed or was dropped (logged)."""
+async def _text_of(
+    task: asyncio.Task[Transcript | None],
+    barge: BargeIn,
+    clock: Clock,
+    resume: Callable[[BargeIn], Awaitable[None]],
+) -> str:
+    """A decode's words; none when it failed or was dropped (logged). A decode slower than
+    the hold left (a busy recognizer) does not keep the agent paused: it resumes at
+    MAX_HOLD_S, and the words, when they come, may still interrupt it."""
+    if barge.pending:
+        left = barge.started_at + MAX_HOLD_S - clock.monotonic()
+        with anyio.move_on_after(max(left, 0.0)):
+            await asyncio.wait({task})
+        if not task.done():
+            await resume(barge)
     try:
         result = await task
     except asyncio.CancelledError:

@@ -292,8 +292,8 @@ def server_message(message: codec.Outbound) -> dict[str, Any] | None:
             }
         case codec.ToolCallProcessed():
             return tool_call_processed_message(message)
-        case codec.Closing():
-            return None
+        case codec.Closing() | engine.AssistantPaused() | engine.AssistantResumed():
+            return None  # a pause over speech is no frame: the socket just gets no audio
     return event_message(message)
 
 
