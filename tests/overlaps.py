@@ -52,6 +52,7 @@ class Overlap:
     onset_at: float
     """When the chunk holding the sound's first loud sample was fed (monotonic)."""
     paused_at: float | None
+    """When the agent's audio stopped: paused, or interrupted outright."""
     interrupted: InterruptedResponse | None
     resumed: bool
     finished: bool
@@ -109,7 +110,8 @@ async def over_agent(
     if any(isinstance(e, InterruptedResponse) for e in recorder.events):
         await seen(recorder, (InputText,), settle_s)  # the interruption's own turn: its words
     events = recorder.events
-    paused = [at for e, at in zip(events, recorder.times, strict=True) if isinstance(e, AssistantPaused)]
+    stops = (AssistantPaused, InterruptedResponse)  # an engine that does not pause stops
+    paused = [at for e, at in zip(events, recorder.times, strict=True) if isinstance(e, stops)]
     interrupted = next((e for e in events if isinstance(e, InterruptedResponse)), None)
     return Overlap(
         kinds=recorder.kinds(),
