@@ -52,7 +52,6 @@ from parley.engine import (
     Transcript,
     Utterance,
 )
-from parley.engine.audio import resample
 from parley.engine.base import AgentTuning
 from parley.engine.recognizers import WhisperRecognizer
 
@@ -69,13 +68,19 @@ class ToneVoice:
     def voices(self) -> tuple[str, ...]:
         return ("tone",)
 
-    def resolve_voice(self, voice_id: str) -> str | None:
+    def resolve_voice(self, voice_id: str) -> str | None:  # noqa: ARG002 - one voice
         return "tone"
 
     async def warm_up(self) -> None:
         return None
 
-    async def synthesize(self, text: str, *, voice: str, speed: float = 1.0) -> Samples:
+    async def synthesize(
+        self,
+        text: str,
+        *,
+        voice: str,  # noqa: ARG002 - one voice
+        speed: float = 1.0,
+    ) -> Samples:
         seconds = max(0.06 * len(text.split()), 0.2) / speed
         t = np.arange(round(seconds * self.sample_rate)) / self.sample_rate
         return (0.2 * np.sin(2 * np.pi * 440 * t)).astype(np.float32)
@@ -139,7 +144,7 @@ def share(values: list[bool]) -> str:
 
 
 async def run_kind(
-    factory: DefaultEngineFactory, kind: str, sounds: list[tuple[Samples, int]]
+    factory: DefaultEngineFactory, sounds: list[tuple[Samples, int]]
 ) -> list[overlaps.Overlap]:
     results = []
     for sound, rate in sounds:
@@ -195,28 +200,38 @@ async def main() -> None:
             ],
         }
         if voice == args.voices.split(",")[0]:
-            kinds["noise"] = [(overlaps.noise_burst(seed=i), speech.RATE) for i in range(args.noises)]
+            kinds["noise"] = [
+                (overlaps.noise_burst(seed=i), speech.RATE) for i in range(args.noises)
+            ]
         for kind, sounds in kinds.items():
             for label, factory, chosen in (
                 ("feature", feature, sounds),
                 ("baseline", baseline, sounds[: args.baseline]),
             ):
-                results = await run_kind(factory, kind, chosen)
+                results = await run_kind(factory, chosen)
                 figures[(voice, kind, label)] = report(label, kind, results)
     print(f"load average at end: {os.getloadavg()[0]:.1f}")
     print("goals (the feature, all voices):")
 
     def pooled(kind: str, key: str) -> list[Any]:
-        return [v for (_, k, label), f in figures.items() if k == kind and label == "feature" for v in f[key]]
+        return [
+            v
+            for (_, k, label), f in figures.items()
+            if k == kind and label == "feature"
+            for v in f[key]
+        ]
 
     back = pooled("backchannel", "interrupted")
-    print(f"  backchannels: 0 interruptions: {sum(back)} in {len(back)}: {'met' if not any(back) else 'MISSED'}")
+    verdict = "met" if not any(back) else "MISSED"
+    print(f"  backchannels: 0 interruptions: {sum(back)} in {len(back)}: {verdict}")
     stops = pooled("interruption", "stops")
     real = pooled("interruption", "interrupted")
     within = sum(s <= STOP_GOAL_MS for s in stops)
     ok = within >= 0.95 * len(real)
-    print(f"  real interruptions stopped within {STOP_GOAL_MS} ms: {within} of {len(real)}: {'met' if ok else 'MISSED'}"
-          f" (interrupted in the end: {sum(real)})")
+    print(
+        f"  real interruptions stopped within {STOP_GOAL_MS} ms: {within} of {len(real)}:"
+        f" {'met' if ok else 'MISSED'} (interrupted in the end: {sum(real)})"
+    )
     resumed = pooled("noise", "resumed")
     ok = sum(resumed) >= 0.9 * max(len(resumed), 1)
     print(f"  noise bursts resumed: {sum(resumed)} of {len(resumed)}: {'met' if ok else 'MISSED'}")

@@ -128,8 +128,7 @@ async def over_agent(
 async def seen(recorder: Recorder, kinds: tuple[type, ...], seconds: float) -> bool:
     """Wait up to `seconds` (a loaded machine is slow) for an event of one of `kinds`."""
     with anyio.move_on_after(seconds):
-        while not any(isinstance(event, kinds) for event in recorder.events):
-            await anyio.sleep(0.02)
+        while not any(isinstance(event, kinds) for event in recorder.events):  # noqa: ASYNC110
+            await anyio.sleep(0.02)  # polled: the Recorder's own wait gives up at 10 s
         return True
     return False
-

@@ -19,7 +19,7 @@ from tests.carrier import phone_frames
 from tests.e2e.conftest import Customer, Server
 from tests.e2e.test_phone_calls import make_line
 from tests.e2e.test_voice import items, open_conversation, speech_bounds, stream_realtime
-from tests.e2e.test_ws import receive
+from tests.e2e.test_ws import receive, receive_until
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
@@ -41,9 +41,9 @@ async def test_socket_backchannel_and_short_word_pause_agent_then_it_goes_on(
                 if message["type"] in ("assistant_finished_speaking", "interrupted_response"):
                     return
 
+        first = await receive_until(ws, "audio_chunk", within=60)
+        received.extend((time.monotonic(), message) for message in first)
         collector = asyncio.create_task(collect())
-        while not any(m["type"] == "audio_chunk" for _, m in received):
-            await asyncio.sleep(0.02)
         await asyncio.sleep(1.0)  # the agent is audible
         sounds = (speech.spoken("Uh-huh."), 1.5, speech.spoken(overlaps.SHORT), 1.5)
         started = await stream_realtime(ws, speech.stream(FMT, 0.0, *sounds))

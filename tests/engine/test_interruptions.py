@@ -12,6 +12,9 @@ from collections.abc import AsyncIterator
 
 import anyio
 import pytest
+from tests import overlaps, speech
+from tests.engine.conftest import ToneSynthesizer
+from tests.engine.recorder import Recorder
 
 from parley.engine import (
     AgentTuning,
@@ -25,9 +28,6 @@ from parley.engine import (
     UserStartedSpeaking,
 )
 from parley.engine.recognizers import WhisperRecognizer
-from tests import overlaps, speech
-from tests.engine.conftest import ToneSynthesizer
-from tests.engine.recorder import Recorder
 
 pytestmark = pytest.mark.anyio
 
@@ -58,7 +58,8 @@ async def test_backchannel_over_agent_no_interruption_no_turn(
 ) -> None:
     overlap = await played_over(factory, config, speech.spoken("Uh-huh."))
     assert overlap.paused_at is not None  # heard as speech: the agent paused...
-    assert overlap.resumed and overlap.finished  # ...and went on to the end
+    assert overlap.resumed, overlap  # ...and went on
+    assert overlap.finished, overlap  # to the end
     assert overlap.interrupted is None
     assert overlap.heard == []  # no input_text, no item, no reply
     assert UserStartedSpeaking not in overlap.kinds
@@ -83,7 +84,8 @@ async def test_min_words_to_interrupt_3_one_word_resumes(
 ) -> None:
     overlap = await played_over(factory, config, speech.spoken(overlaps.SHORT), min_words=3)
     assert overlap.paused_at is not None
-    assert overlap.resumed and overlap.finished, overlap
+    assert overlap.resumed, overlap
+    assert overlap.finished, overlap
     assert overlap.interrupted is None
     assert overlap.heard == []
     assert " ".join(overlap.sentences) == overlaps.REPLY
@@ -94,7 +96,8 @@ async def test_long_interruption_stops_agent_at_onset(
 ) -> None:
     overlap = await played_over(factory, config, speech.spoken(overlaps.LONG), min_words=3)
     assert overlap.interrupted is not None
-    assert overlap.stop_ms is not None and overlap.stop_ms < 300, overlap.stop_ms
+    assert overlap.stop_ms is not None
+    assert overlap.stop_ms < 300, overlap.stop_ms
     assert AssistantResumed not in overlap.kinds
     assert speech.word_errors(overlaps.LONG, " ".join(overlap.heard)) <= 1, overlap.heard
 
@@ -104,7 +107,8 @@ async def test_noise_burst_over_agent_resumed_whole_reply_kept(
 ) -> None:
     overlap = await played_over(factory, config, overlaps.noise_burst())
     assert AssistantPaused in overlap.kinds, overlap.kinds  # the VAD took it for a voice
-    assert overlap.resumed and overlap.finished, overlap
+    assert overlap.resumed, overlap
+    assert overlap.finished, overlap
     assert overlap.interrupted is None
     assert overlap.heard == []
     assert " ".join(overlap.sentences) == overlaps.REPLY
@@ -118,4 +122,3 @@ async def test_audio_paused_no_chunk_until_resumed(
     paused, resumed = kinds.index(AssistantPaused), kinds.index(AssistantResumed)
     assert resumed == paused + 1  # no audio_chunk while paused
     assert InputText not in kinds
-

@@ -10,9 +10,10 @@ once two decodes in a row agree on it (a decode of a word half said is often ano
   backchannels (backchannels.py): the reply is interrupted as before, and the speech is a
   user turn;
 - RESUME when the speech has stopped (the VAD's pause) with fewer words, or only a
-  backchannel, or after less speech than a turn needs (`VadParams.min_speech_ms`: a click); or when a decode of at least `NO_WORDS_S` of it found nothing at all (a
-  cough, a door, background noise); or after `MAX_HOLD_S` undecided: the agent goes on
-  where it paused, and the speech is no turn (no item, no reply);
+  backchannel, or after less speech than a turn needs (`VadParams.min_speech_ms`: a
+  click); or when a decode of at least `NO_WORDS_S` of it found nothing at all (a cough, a
+  door, background noise); or after `MAX_HOLD_S` undecided: the agent goes on where it
+  paused, and the speech is no turn (no item, no reply);
 - else WAIT: more speech is coming.
 
 After a RESUME the engine keeps judging the same speech: should the words reach the

@@ -172,7 +172,9 @@ class Listener:
         audio = self._audio.turn(gaps=self._gaps)
         utterance = Utterance(audio, self._audio.rate, self._audio.turn_seconds)
         return self._spawn(
-            self._recognizer.transcribe(utterance, language=self._language, prompt=self._turn_prompt)
+            self._recognizer.transcribe(
+                utterance, language=self._language, prompt=self._turn_prompt
+            )
         )
 
     @property
