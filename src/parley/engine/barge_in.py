@@ -109,7 +109,7 @@ class BargeIn:
             return Verdict.WAIT  # already going on: only enough words change it now
         if stopped or now - self.started_at >= MAX_HOLD_S:
             return Verdict.RESUME
-        if not text.strip() and covered - self.onset >= NO_WORDS_S:
+        if not text.strip() and covered - self.onset >= NO_WORDS_S - 1e-9:
             return Verdict.RESUME
         return Verdict.WAIT
 

@@ -598,9 +598,11 @@ class DefaultEngine:
         if barge.interrupted or barge.resumed:
             return
         barge.resumed = True
-        if barge.response.paused:
-            barge.response.resume()
-            await self._emit(AssistantResumed())
+        response = barge.response
+        if response.paused:
+            response.resume()
+            if self._current is response and not response.scope.cancel_called:
+                await self._emit(AssistantResumed())  # not for a reply cut meanwhile (a key)
 
     async def _barge_turn(self, barge: BargeIn, transcript: Transcript | None) -> bool:
         """Whether a turn that began over the agent is a user turn: its final words
