@@ -35,6 +35,12 @@ async def test_barge_in_words_count_once_two_decodes_agree() -> None:
     )
 
 
+async def test_barge_in_agreed_start_of_a_backchannel_does_not_interrupt() -> None:
+    judged = barge()
+    assert judged.judge("I", covered=10.4, stopped=False, now=100.4) is Verdict.WAIT
+    assert judged.judge("I see.", covered=10.6, stopped=False, now=100.6) is Verdict.WAIT
+
+
 async def test_barge_in_speech_stopped_last_decode_counts_whole() -> None:
     assert barge().judge("Wait.", covered=10.9, stopped=True, now=101.0) is Verdict.INTERRUPT
     assert barge().judge("Uh-huh.", covered=10.9, stopped=True, now=101.0) is Verdict.RESUME

@@ -4,7 +4,9 @@ At the onset of the user's speech while the agent speaks, the engine pauses the 
 audio and opens a `BargeIn`; decodes of the user's speech so far (`Listener.probe`) then
 decide, as each comes back (`BargeIn.judge`). While the user still speaks, a word counts
 once two decodes in a row agree on it (a decode of a word half said is often another word:
-"uh-hu…" came out as "It's all."); once the speech pauses, the last decode counts whole.
+"uh-hu…" came out as "It's all."), and the last decode is not a backchannel as a whole (the
+"I" both decodes agree on is "I see" in the second); once the speech pauses, the last
+decode counts whole.
 
 - INTERRUPT once the words heard number at least `min_words_to_interrupt` and are not all
   backchannels (backchannels.py): the reply is interrupted as before, and the speech is a
@@ -103,8 +105,8 @@ class BargeIn:
         heard = words(text)
         agreed = heard if stopped else _common_prefix(self.last_words, heard)
         self.last_words = [] if stopped else heard
-        if meant(" ".join(agreed), self.min_words):
-            return Verdict.INTERRUPT
+        if meant(" ".join(agreed), self.min_words) and not is_backchannel(text):
+            return Verdict.INTERRUPT  # (the agreed "I" of a decode that now says "I see": no)
         if self.resumed:
             return Verdict.WAIT  # already going on: only enough words change it now
         if stopped or now - self.started_at >= MAX_HOLD_S:
