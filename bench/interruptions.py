@@ -169,6 +169,10 @@ def report(label: str, kind: str, results: list[overlaps.Overlap]) -> dict[str, 
     else:
         line += f"  paused {share(paused)}  resumed whole {share(resumed)}"
     print(line, flush=True)
+    if kind != "interruption":
+        for result in results:
+            if result.interrupted is not None:
+                print(f"    interrupted by what was heard: {result.heard}", flush=True)
     return {"interrupted": interrupted, "stops": stops, "resumed": resumed}
 
 
