@@ -4,8 +4,10 @@ Per conversation it runs two workers next to the caller: a turn worker (each fin
 words to InputText, then a reply) and a responder (one response at a time: text to
 sentences to audio). Audio goes out paced at most `playback_lead_s` ahead of real time, so
 "the assistant is speaking" means the listener is hearing it, and speech from the user in
-that time is a barge-in: the response stops, queued responses are dropped, and
-InterruptedResponse carries what the listener had heard of it.
+that time pauses it (AssistantPaused) while barge_in.py judges it: a barge-in (enough words,
+not a backchannel) stops the response, queued responses are dropped, and
+InterruptedResponse carries what the listener had heard of it; anything else resumes it
+(AssistantResumed) and is no turn.
 A reply may call tools (API.md section 12): tool_loop.py runs its rounds and calls and
 speaks the model's words meanwhile; the calls run in the workers' task group, so a barge-in
 drops the reply (ToolCallInterrupted for each sync call it waited for) but not the calls.
