@@ -11,7 +11,7 @@ decode counts whole.
 - INTERRUPT once the words heard number at least `min_words_to_interrupt` and are not all
   backchannels (backchannels.py): the reply is interrupted as before, and the speech is a
   user turn;
-- RESUME when the speech has stopped (the VAD's pause) with fewer words, or only a
+- RESUME when the speech has stopped (`STOPPED_S` of silence) with fewer words, or only a
   backchannel, or after less speech than a turn needs (`VadParams.min_speech_ms`: a
   click); or when a decode of at least `NO_WORDS_S` of it found nothing at all (a cough, a
   door, background noise); or after `MAX_HOLD_S` undecided: the agent goes on where it
@@ -54,6 +54,9 @@ FIRST_PROBE_S: Final = 0.4
 whole word (Whisper wrote nothing, or a fragment, for 0.35 s of a word)."""
 PROBE_STEP_S: Final = 0.2
 """Each later decode covers at least this much more speech."""
+STOPPED_S: Final = 0.3
+"""Silence after speech over the agent that counts as its end (a comma's pause is shorter:
+"Hold on, I have a question" must not resume the agent after "Hold on")."""
 POLL_S: Final = 0.02
 """How often the judge looks at the listener between decodes (one input frame)."""
 
@@ -138,7 +141,9 @@ async def judge_speech(
     probed_stopped = False
     while not (barge.turn_over or barge.interrupted) and current() is barge.response:
         detector = listener.detector
-        stopped = detector.paused or not detector.in_turn
+        stopped = not detector.in_turn or (
+            detector.paused and detector.silence_seconds >= STOPPED_S - 1e-9
+        )
         too_short = detector.speech_seconds < detector.params.min_speech_ms / 1000
         probed_stopped = probed_stopped and stopped
         covered = listener.heard_until

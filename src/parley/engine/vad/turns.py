@@ -120,6 +120,11 @@ class TurnDetector:
         """The speech of the turn in progress so far."""
         return self._speech * self._window
 
+    @property
+    def silence_seconds(self) -> float:
+        """In a turn, the silence since its last speech (0 outside one)."""
+        return self._run * self._window if self._in_turn else 0.0
+
     def process(self, probabilities: list[float]) -> list[VadEvent]:
         """Take the next windows' probabilities; return the transitions they complete."""
         events: list[VadEvent] = []
