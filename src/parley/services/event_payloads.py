@@ -79,9 +79,9 @@ def agent_delivery_json(agent: Agent) -> JsonObject:
         "generate_no_input_poke_text": False,
         "push_to_talk": False,
         "built_in_tool_configs": {},
+        "default_language": agent.language,  # section 4's `language` (API.md section 18)
         "additional_languages": list(agent.additional_languages),
         "multilingual_mode": agent.multilingual_mode or "auto",  # null stored: `auto`
-        # Any speech interrupts a reply, until issue #42:
         "intelligence_level": None,  # the model is the one Parley was started with
     }
 
