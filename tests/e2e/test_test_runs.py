@@ -7,6 +7,7 @@ import asyncio
 from typing import Any
 
 import pytest
+
 from tests.e2e.conftest import Customer
 
 pytestmark = pytest.mark.anyio

@@ -43,12 +43,12 @@ from parley.services import (
 from parley.services.context import Context
 from parley.services.eval_prompts import find_eval_prompt
 from parley.services.scenario_caller import Call, Dialer, Speech, caller_of, caller_voice
-from parley.services.scenarios import INLINE_PROMPT
 from parley.services.scenario_checks import (
     check_conversation,
     check_evaluations,
     check_extraction,
 )
+from parley.services.scenarios import INLINE_PROMPT
 
 __all__ = ["MAX_AT_ONCE", "Runner", "scenario_runner"]
 

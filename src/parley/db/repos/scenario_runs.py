@@ -161,3 +161,14 @@ async def orphaned(session: AsyncSession, *, stale_before: datetime, own: str | 
         ScenarioRunRow.status == RunStatus.RUNNING.value, condition
     )
     return list(await session.scalars(query))
+
+
+async def latest(session: AsyncSession, project_id: str, *, limit: int) -> list[ScenarioRun]:
+    """The project's `limit` latest runs, newest first (the dashboard's list)."""
+    query = (
+        select(ScenarioRunRow)
+        .where(ScenarioRunRow.project_id == project_id)
+        .order_by(ScenarioRunRow.created_at.desc(), ScenarioRunRow.id.desc())
+        .limit(limit)
+    )
+    return [to_record(row) for row in await session.scalars(query)]
