@@ -108,6 +108,7 @@ def main() -> None:
     goal = GOAL_RATIO * budget
     print(f"{len(made)} scenarios, 3 lines each: {audio:.1f} s of caller audio; "
           f"/ {MAX_AT_ONCE} = {budget:.1f} s; goal: a run in <= {goal:.1f} s")  # fmt: skip
+    designed = {body["name"]: index % 2 == 0 for index, body in enumerate(made)}
     outcomes: list[dict[str, bool]] = []
     times: list[float] = []
     with tempfile.TemporaryDirectory() as directory:
@@ -119,14 +120,16 @@ def main() -> None:
                 http.post("/v1/agents", json=AGENT).raise_for_status()
                 for body in made:
                     http.post("/v1/projects/main/test_scenarios", json=body).raise_for_status()
-                print(f"{'run':>4} {'run s':>7} {'wall s':>7} {'ratio':>6} {'passed':>7}")
+                heading = f"{'run':>4} {'run s':>7} {'wall s':>7} {'ratio':>6} {'passed':>7}"
+                print(f"{heading}  not as designed")
                 for index in range(args.repeats):
                     served, wall, outcome = run_once(http)
                     times.append(served)
                     outcomes.append(outcome)
                     passed = f"{sum(outcome.values())}/{len(outcome)}"
-                    print(f"{index + 1:>4} {served:>7.1f} {wall:>7.1f} "
-                          f"{served / budget:>6.2f} {passed:>7}", flush=True)  # fmt: skip
+                    odd = [n for n, want in designed.items() if outcome.get(n) != want]
+                    print(f"{index + 1:>4} {served:>7.1f} {wall:>7.1f} {served / budget:>6.2f} "
+                          f"{passed:>7}  {', '.join(odd) or '-'}", flush=True)  # fmt: skip
         finally:
             server.ensure_stopped()
     median, longest = statistics.median(times), max(times)
@@ -135,8 +138,7 @@ def main() -> None:
     flaky = sorted(
         name for name in outcomes[0] if len({outcome.get(name) for outcome in outcomes}) > 1
     )
-    expected = {body["name"]: index % 2 == 0 for index, body in enumerate(made)}
-    unexpected = sorted(name for name in expected if outcomes[0].get(name) != expected[name])
+    unexpected = sorted(name for name in designed if outcomes[0].get(name) != designed[name])
     print(f"same pass/fail in all {len(outcomes)} runs: {'yes' if not flaky else 'no'}"
           + (f" (differed: {', '.join(flaky)})" if flaky else ""))  # fmt: skip
     print("outcomes as designed (even pass, odd fail): "
