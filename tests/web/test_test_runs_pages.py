@@ -205,6 +205,8 @@ async def test_run_page_shows_each_failure_and_links_its_conversation(
     page = await signed.http.get(f"/dashboard/test-runs/{run_id}")
     assert page.status_code == 200
     assert "http-equiv" not in page.text  # a finished run's page stays put
+    after = await signed.http.get(f"/dashboard/test-runs/{run_id}?done=test_run_queued")
+    assert "Test run queued" not in after.text  # nor says it is queued
     assert text_of(page.text, "run-status").startswith("failed 1 passed, 1 failed of 2")
     ok = text_of(page.text, "result-books-a-table")
     assert "passed" in ok

@@ -166,5 +166,5 @@ async def run_page(request: Request, signed_in: SignedIn, run_id: str) -> Respon
         rows=rows_of(run),
         tally=tally(run),
         refresh=REFRESH_SECONDS if unfinished else None,
-        notice=notice(request),
+        notice=notice(request) if unfinished else None,  # "queued" is true until it ends
     )
