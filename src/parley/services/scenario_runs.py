@@ -13,6 +13,8 @@ Rules:
    would kill the next one too.
 4. A run that ends is `passed` when every scenario passed, else `failed`; `test_run.completed`
    is sent in the transaction that ends it, whichever way it ended.
+5. The runner dials the server on the address the run was asked for on (`socket_url`), so
+   that a run made through the API or the dashboard reaches the instance's own socket.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from parley.clock import utcnow
 from parley.db.repos import projects as project_repo
 from parley.db.repos import scenario_runs as run_repo
 from parley.ids import new_id
-from parley.records import RunStatus, ScenarioResult, ScenarioRun
+from parley.records import Project, RunStatus, ScenarioResult, ScenarioRun
 from parley.services import events
 from parley.services.context import Context
 from parley.services.event_payloads import test_run_data
@@ -40,6 +42,8 @@ __all__ = [
     "end_orphaned_runs",
     "finish_run",
     "get_run",
+    "latest_runs",
+    "socket_url",
 ]
 
 log = logging.getLogger(__name__)
@@ -74,6 +78,27 @@ async def get_run(ctx: Context, *, org_id: str, run_id: str) -> ScenarioRun:
     """A run of the organization, with its results so far."""
     async with ctx.db.read() as session:
         return await run_repo.get(session, org_id, run_id)
+
+
+async def latest_runs(
+    ctx: Context, *, org_id: str, project: str, limit: int
+) -> tuple[Project, list[ScenarioRun]]:
+    """A project of the organization (by name or ID) and its `limit` latest runs, newest
+    first."""
+    async with ctx.db.read() as session:
+        found = await project_repo.resolve(session, org_id, project)
+        return found, await run_repo.latest(session, found.id, limit=limit)
+
+
+def socket_url(server: tuple[str, int | None] | None, *, public_url: str) -> str:
+    """Where a run's caller dials (rule 5): the local address (`host`, `port`) the request
+    that made it came in on, the socket's and not a header the client chose; the public URL
+    when the server listens on no TCP address."""
+    if server and server[1] is not None:
+        host, port = server
+        host = f"[{host}]" if ":" in host else host
+        return f"ws://{host}:{port}"
+    return public_url.replace("https://", "wss://", 1).replace("http://", "ws://", 1)
 
 
 async def claim_next(ctx: Context) -> ScenarioRun | None:

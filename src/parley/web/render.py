@@ -172,6 +172,7 @@ NOTICES = {
     "schema_updated": "Extraction schema saved.",
     "schema_deleted": "Extraction schema deleted: the extractions made with it stay.",
     "eval_prompt_created": "Evaluation prompt created.",
+    "test_run_queued": "Test run queued: this page follows it until it ends.",
 }
 
 

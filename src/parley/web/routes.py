@@ -25,6 +25,7 @@ from parley.web import (
     overview,
     pages,
     phone,
+    test_runs,
     tools,
     webhooks,
 )
@@ -74,6 +75,7 @@ def install_dashboard(app: FastAPI, *, secure_cookies: bool) -> None:
     app.include_router(tools.router)
     app.include_router(webhooks.router)
     app.include_router(phone.router)
+    app.include_router(test_runs.router)
     app.mount("/dashboard/static", StaticFiles(directory=HERE / "static"), name="dashboard")
     # Browsers ask every page's origin for /favicon.ico: answer it (an SVG) rather than 404.
     app.add_api_route("/favicon.ico", _favicon, methods=["GET"], include_in_schema=False)

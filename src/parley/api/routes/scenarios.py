@@ -146,7 +146,7 @@ async def create_test_run(
         org_id=principal.org_id,
         project=project,
         names=body.scenarios if body is not None else None,
-        server_url=_own_socket_url(request, fallback=ctx.public_url),
+        server_url=scenario_runs.socket_url(request.scope.get("server"), public_url=ctx.public_url),
     )
     return JSONResponse(
         RunEnvelope(test_run=RunOut.of(run)).model_dump(mode="json"), status_code=202
@@ -164,14 +164,3 @@ async def get_test_run(
     """A test run: its status and each finished scenario's result."""
     run = await scenario_runs.get_run(ctx, org_id=principal.org_id, run_id=run_id)
     return RunEnvelope(test_run=RunOut.of(run))
-
-
-def _own_socket_url(request: Request, *, fallback: str) -> str:
-    """Where the runner dials: the local address this request came in on (the socket's, not
-    a header the client chose); the public URL when the server listens on no TCP address."""
-    server = request.scope.get("server")
-    if server and server[1] is not None:
-        host, port = server
-        host = f"[{host}]" if ":" in host else host
-        return f"ws://{host}:{port}"
-    return fallback.replace("https://", "wss://", 1).replace("http://", "ws://", 1)

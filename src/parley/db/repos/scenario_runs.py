@@ -165,3 +165,14 @@ async def orphaned(reader: Reader, *, stale_before: datetime, own: str | None) -
         ScenarioRunRow.status == RunStatus.RUNNING.value, condition
     )
     return list((await reader.execute(query)).scalars())
+
+
+async def latest(session: AsyncSession, project_id: str, *, limit: int) -> list[ScenarioRun]:
+    """The project's `limit` latest runs, newest first (the dashboard's list)."""
+    query = (
+        select(ScenarioRunRow)
+        .where(ScenarioRunRow.project_id == project_id)
+        .order_by(ScenarioRunRow.created_at.desc(), ScenarioRunRow.id.desc())
+        .limit(limit)
+    )
+    return [to_record(row) for row in await session.scalars(query)]
