@@ -51,7 +51,31 @@ def test_stages_words_known_before_the_decision_count_zero_never_less() -> None:
 
     turn = stages(early, sent_at=100.7)
 
-    assert (turn.transcription_ms, turn.model_first_token_ms) == (0, 400)
+    # The model is asked once the turn is judged over: its stage counts from the decision.
+    assert (turn.transcription_ms, turn.model_first_token_ms) == (0, 200)
+
+
+def test_stages_rounded_once_never_add_up_past_the_total() -> None:
+    """Each instant rounds once: stages rounded apart (0.6 ms each, up) made 414 of a 412."""
+    marks = TurnMarks(
+        speech_ended=100.0,
+        decided=100.3006,
+        transcribed=100.3012,
+        first_token=100.3518,
+        first_sentence=100.3518,
+        first_audio=100.4,
+    )
+
+    turn = stages(marks, sent_at=100.4124)
+
+    assert turn.total_ms == 412
+    parts = (
+        turn.endpointing_ms,
+        turn.transcription_ms,
+        turn.model_first_token_ms,
+        turn.speech_first_audio_ms,
+    )
+    assert sum(parts) <= turn.total_ms, parts
 
 
 def test_timings_on_the_first_audio_chunk_name_the_stages_without_item_or_played() -> None:
@@ -95,12 +119,12 @@ def test_analysis_resumed_keeps_the_earlier_figures_first() -> None:
     analysis = TurnAnalysis(clock)
     earlier = TurnTiming(1, 2, 3, 4, 410, item_id="item_0")
     analysis.resume((390, 410), (earlier,), 2)  # the first figure was stored without stages
-    clock.now = 100.5
+    clock.now = 100.7  # the first audio goes out after the first sentence (100.6)
     analysis.replied(MARKS)
 
     outcome = analysis.outcome()
-    assert outcome.latencies_ms == (390, 410, 500)
-    assert [turn.total_ms for turn in outcome.turns] == [410, 500]
+    assert outcome.latencies_ms == (390, 410, 700)
+    assert [turn.total_ms for turn in outcome.turns] == [410, 700]
     assert outcome.interruptions_count == 2
 
 

@@ -30,19 +30,26 @@ MAX_LATENCIES = 1000
 def stages(marks: TurnMarks, sent_at: float) -> TurnTiming:
     """A reply's stages in milliseconds, its first audio sent at `sent_at` (monotonic).
 
-    A stage that overlapped the one before (the words known before the turn was judged
-    over: the speculative decode) counts 0, never less.
+    Each instant is rounded once, to whole milliseconds after the end of speech, and each
+    stage starts where the one before it ended at the earliest: a stage that overlapped the
+    one before (the words known before the turn was judged over: the speculative decode)
+    counts 0, never less, and the stages never add up to more than `total_ms`.
     """
 
-    def ms(start: float, end: float) -> int:
-        return max(0, round((end - start) * 1000))
+    def at(instant: float) -> int:
+        return round((instant - marks.speech_ended) * 1000)
 
+    decided = max(at(marks.decided), 0)
+    transcribed = max(at(marks.transcribed), decided)
+    first_token = max(at(marks.first_token), transcribed)
+    first_sentence = max(at(marks.first_sentence), first_token)
+    sent = max(at(sent_at), first_sentence)
     return TurnTiming(
-        endpointing_ms=ms(marks.speech_ended, marks.decided),
-        transcription_ms=ms(marks.decided, marks.transcribed),
-        model_first_token_ms=ms(marks.transcribed, marks.first_token),
-        speech_first_audio_ms=ms(marks.first_sentence, sent_at),
-        total_ms=ms(marks.speech_ended, sent_at),
+        endpointing_ms=decided,
+        transcription_ms=transcribed - decided,
+        model_first_token_ms=first_token - transcribed,
+        speech_first_audio_ms=sent - first_sentence,
+        total_ms=sent,
     )
 
 
