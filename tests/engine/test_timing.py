@@ -52,12 +52,13 @@ def test_silence_owed_only_after_the_grace_then_all_the_time_since_the_last_audi
     assert arrivals.owed(5.0) == 0.0  # nothing heard yet
     arrivals.heard(0.02, 10.0)
 
-    assert arrivals.owed(10.0 + IDLE_GRACE_S - 0.01) == 0.0  # jitter: not yet
-    assert arrivals.owed(10.2) == pytest.approx(0.2)  # the whole gap counts
-    arrivals.invented(0.2, 10.2)
-    assert arrivals.owed(10.25) == pytest.approx(0.05)  # then the time as it passes
-    arrivals.heard(0.02, 10.26)  # the client sends again
-    assert arrivals.owed(10.3) == 0.0
+    assert arrivals.owed(10.0 + IDLE_GRACE_S - 0.01) == 0.0  # jitter, a stall: not yet
+    gap = IDLE_GRACE_S + 0.05
+    assert arrivals.owed(10.0 + gap) == pytest.approx(gap)  # the whole gap counts
+    arrivals.invented(gap, 10.0 + gap)
+    assert arrivals.owed(10.0 + gap + 0.05) == pytest.approx(0.05)  # then time as it passes
+    arrivals.heard(0.02, 10.0 + gap + 0.06)  # the client sends again
+    assert arrivals.owed(10.0 + gap + 0.1) == 0.0
 
 
 def test_arrival_inside_invented_silence_is_the_instant_that_place_stands_for() -> None:

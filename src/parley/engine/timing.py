@@ -5,8 +5,8 @@
   was judged over. It also says how much silence the stream owes when the client stops
   sending in a turn (push-to-talk, discontinuous transmission): after speech, silence is
   time, whether or not frames keep coming. Once no audio has come for `IDLE_GRACE_S`, the
-  whole wall time since the last audio is owed (so a decision is not made later than with
-  frames: the shortest end-of-turn wait is longer than the grace), and from then on the
+  whole wall time since the last audio is owed (so a turn whose wait is already over ends
+  at once, at most the grace less that wait later than with frames), and from then on the
   time as it passes.
 - `TurnClock` collects one reply's instants as the engine reaches them; `TurnMarks` is
   what the first audio chunk of the reply carries (engine.AudioChunk.turn).
@@ -17,10 +17,15 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass
 
-IDLE_GRACE_S = 0.15
+IDLE_GRACE_S = 0.5
 """No audio for this long in a turn: the client stopped sending, the silence is owed.
-Longer than a client's usual jitter (frames come every 20-40 ms), shorter than the
-shortest end-of-turn wait (`SemanticParams.check_ms`, 300 ms)."""
+Far longer than a client's usual jitter (frames come every 20-40 ms): a network or a
+loaded client that holds frames back for a few hundred ms mid-sentence must not have that
+stall heard as a pause, and with 150 ms it was (a sentence split into two turns under a
+loaded suite). The cost: a client that stops sending ends its turn up to 200 ms later than
+the shortest end-of-turn wait (`SemanticParams.check_ms`, 300 ms) would with frames. The
+recorder places a gap in the user's channel from the same half second on
+(services/live/recorder.py: USER_GAP_SECONDS)."""
 KEEP_S = 120.0
 """Stream time whose arrivals are kept: a turn's end of speech is never older."""
 
