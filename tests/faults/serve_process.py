@@ -25,6 +25,12 @@ class ServeProcess:
         self.port = port or free_port()
         self.env = {k: v for k, v in os.environ.items() if not k.startswith("PARLEY_")}
         self.env.update({"PARLEY_STT": "none", "PARLEY_LOG_LEVEL": "warning", **variables})
+        if self.env.get("PARLEY_DATABASE_URL", "").startswith("postgresql"):
+            # The shared PostgreSQL takes 100 connections; a server keeps up to its pool
+            # size open (20, and its webhook sender as many), and the suite runs several
+            # fleets at once: a run hit "too many clients" with the default. Ten a process
+            # still serves these tests' bursts (at most 10 concurrent requests each).
+            self.env.setdefault("PARLEY_DATABASE_POOL_SIZE", "10")
         self.process: subprocess.Popen[str] | None = None
         self.first_key: str | None = None
         self.output = cwd / f"serve-{self.port}.log"
