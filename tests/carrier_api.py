@@ -167,8 +167,12 @@ class CarrierApi:
         self.account_sid = account_sid or new_account_sid()
         self.auth_token = auth_token or new_auth_token()
         self.requests: list[ApiRequest] = []
+        self.dropped_after: list[float] = []
+        """For each slow failure the client gave up on: seconds from its arrival until the
+        client dropped the connection (the client's own time-out, measured here)."""
         self.calls: dict[str, PlacedCall] = {}
         self._failures: list[Failure] = []
+        self._drop_seen = asyncio.Event()
         self._scenarios: list[Scenario] = []
         self._targets: list[Target] = []
         self._created = asyncio.Condition()
@@ -241,6 +245,14 @@ class CarrierApi:
     def sign(self, url: str, params: Sequence[tuple[str, str]]) -> str:
         return sign(self.auth_token, url, params)
 
+    async def dropped(self, within_s: float = 5.0) -> float:
+        """The one slow failure's `dropped_after`, once the carrier has seen the drop (its
+        client may hear its own time-out a moment before the carrier sees the close)."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._drop_seen.wait(), within_s)
+        (waited,) = self.dropped_after
+        return waited
+
     # --- the handlers ---------------------------------------------------------------------
 
     async def _received(self, request: web.Request) -> tuple[ApiRequest, web.StreamResponse | None]:
@@ -259,7 +271,7 @@ class CarrierApi:
         )
         self.requests.append(seen)
         if self._failures:
-            return seen, await _fail(request, self._failures.pop(0))
+            return seen, await self._fail(request, self._failures.pop(0), seen.at)
         if (username, password) != (self.account_sid, self.auth_token) or request.match_info[
             "account"
         ] != self.account_sid:
@@ -267,6 +279,23 @@ class CarrierApi:
                 twilio_error(401, 20003, "Authentication Error - invalid username"), status=401
             )
         return seen, None
+
+    async def _fail(
+        self, request: web.Request, failure: Failure, arrived: float
+    ) -> web.StreamResponse:
+        if failure.delay_s and await _dropped_within(request, failure.delay_s):
+            self.dropped_after.append(time.monotonic() - arrived)
+            self._drop_seen.set()
+        if not failure.stream_bytes:
+            return web.Response(status=failure.status, body=failure.body, headers=failure.headers)
+        response = web.StreamResponse(status=failure.status, headers=failure.headers)
+        response.enable_chunked_encoding()
+        await response.prepare(request)
+        chunk = b"x" * 65_536
+        with contextlib.suppress(ConnectionError):
+            for _ in range(failure.stream_bytes // len(chunk)):
+                await response.write(chunk)
+        return response
 
     async def _create(self, request: web.Request) -> web.StreamResponse:
         seen, refused = await self._received(request)
@@ -334,16 +363,12 @@ def _basic(header: str | None) -> tuple[str | None, str | None]:
     return (username, password) if sep else (None, None)
 
 
-async def _fail(request: web.Request, failure: Failure) -> web.StreamResponse:
-    if failure.delay_s:
-        await asyncio.sleep(failure.delay_s)
-    if not failure.stream_bytes:
-        return web.Response(status=failure.status, body=failure.body, headers=failure.headers)
-    response = web.StreamResponse(status=failure.status, headers=failure.headers)
-    response.enable_chunked_encoding()
-    await response.prepare(request)
-    chunk = b"x" * 65_536
-    with contextlib.suppress(ConnectionError):
-        for _ in range(failure.stream_bytes // len(chunk)):
-            await response.write(chunk)
-    return response
+async def _dropped_within(request: web.Request, seconds: float) -> bool:
+    """Wait up to `seconds`; tell whether the client dropped the connection meanwhile."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        transport = request.transport
+        if transport is None or transport.is_closing():
+            return True
+        await asyncio.sleep(0.02)
+    return False

@@ -90,10 +90,29 @@ async def start(serve: ServeProcess, key: str, agent: str, opened: list[ClientCo
     await ws.send(json.dumps({"type": "config", "agent": agent}))
     first = await receive(ws, within=60)
     if first["type"] == "conversation_created":
+        LIVE_SOCKETS[ws] = serve
         return "live"
     assert first["type"] == "error", first
     code: str = first["error"]["code"]
     return code
+
+
+LIVE_SOCKETS: dict[ClientConnection, ServeProcess] = {}
+"""The sockets whose conversation went live, and the instance that holds each."""
+
+
+async def move_one(
+    source: ServeProcess, target: ServeProcess, key: str, opened: list[ClientConnection]
+) -> None:
+    """End one of `source`'s live conversations and start one on `target` instead."""
+    ws = next(ws for ws, serve in LIVE_SOCKETS.items() if serve is source)
+    del LIVE_SOCKETS[ws]
+    await ws.close()
+    for _ in range(300):
+        if await active(target, key) < CAP:
+            break
+        await asyncio.sleep(0.1)
+    assert await start(target, key, "capped", opened) == "live"
 
 
 async def active(serve: ServeProcess, key: str) -> int:
@@ -143,6 +162,15 @@ async def test_active_cap_exact_across_two_instances_and_killed_instance_lease_l
         assert statuses.count("live") == CAP, statuses  # none went live, then ended
         assert not any(ORPHANS_LINE in s.output.read_text() for s in (a, b))
         on_a = sum(o == "live" for i, o in enumerate(outcomes) if i % 2 == 0)
+        # Which instance won which start is the machine's race: make each hold at least one,
+        # so that the kill below has leases to lapse and the survivor some of its own.
+        if on_a == 0:
+            await move_one(b, a, key, opened_a)
+            on_a = 1
+        elif on_a == CAP:
+            await move_one(a, b, key, opened_b)
+            on_a = CAP - 1
+        assert await active(b, key) == CAP
 
         a.kill()
         killed_at = time.monotonic()

@@ -14,8 +14,10 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+import sqlalchemy as sa
 
 from parley import engine
+from parley.db.tables import InstanceRow
 from parley.records import OPERATOR, AgentPatch
 from parley.services import Context, agents, conversations, endings, instances, telephony
 from parley.services.context import Instance
@@ -198,6 +200,39 @@ async def test_orphans_ended_by_two_instances_at_once_send_conversation_ended_on
         counts = await asyncio.gather(*(instances.end_orphans(each) for each in impatient))
     assert sum(counts) >= 1
     assert await ended_once(ctx, org.org.id, conversation_id) == "shutdown"
+
+
+async def test_stale_instance_sweep_skips_rows_another_sweep_holds(postgres_url: str) -> None:
+    """Two sweeps at once never wait on each other's row locks (a wait could deadlock or
+    run past the statement timeout on a loaded database): while one transaction holds a
+    stale instance's row, another sweep finishes at once and leaves that row to it."""
+    async with (
+        local_context(postgres_url, instance_id=unique_name("sweeper")) as ctx,
+        local_context(postgres_url, instance_id=unique_name("gone")) as gone,
+    ):
+        await instances.start(gone)
+        await asyncio.sleep(0.2)
+        impatient = dataclasses.replace(
+            ctx, instance=Instance(id=ctx.instance.id, lease_seconds=0.1)
+        )
+        async with gone.db.transaction() as holder:
+            await holder.execute(
+                sa.select(InstanceRow.id)
+                .where(InstanceRow.id == gone.instance.id)
+                .with_for_update()
+            )
+            await asyncio.wait_for(instances.end_orphans(impatient), timeout=3)
+        async with ctx.db.read() as session:
+            kept = await session.scalar(
+                sa.select(InstanceRow.id).where(InstanceRow.id == gone.instance.id)
+            )
+        assert kept == gone.instance.id  # the held row was skipped, not deleted
+        await instances.end_orphans(impatient)
+        async with ctx.db.read() as session:
+            left = await session.scalar(
+                sa.select(InstanceRow.id).where(InstanceRow.id == gone.instance.id)
+            )
+        assert left is None  # the next sweep takes it
 
 
 async def test_clean_stop_ends_own_live_conversations_sending_conversation_ended_once(

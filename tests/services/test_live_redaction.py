@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -78,12 +79,14 @@ async def stored_items(live: Live, conversation_id: str) -> list[tuple[str, str]
 
 
 async def until_items(live: Live, conversation_id: str, count: int) -> list[tuple[str, str]]:
-    for _ in range(300):
-        items = await stored_items(live, conversation_id)
-        if len(items) >= count:
-            return items
+    """Wait for `count` stored items: by the clock, not by polls (on a loaded machine a
+    poll of PostgreSQL can take longer than the write it waits for)."""
+    deadline = time.monotonic() + 20
+    while len(items := await stored_items(live, conversation_id)) < count:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"fewer than {count} items after 20 s: {items}")
         await asyncio.sleep(0.01)
-    raise AssertionError(f"fewer than {count} items: {items}")
+    return items
 
 
 async def test_redaction_stores_user_and_agent_words_as_tags_live_side_gets_words(

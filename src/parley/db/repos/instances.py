@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import Connection, Update, delete, update
+from sqlalchemy import Connection, Update, delete, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from parley.db.tables import InstanceRow
@@ -43,5 +43,14 @@ async def retire(session: AsyncSession, instance_id: str) -> None:
 
 
 async def forget_stale(session: AsyncSession, *, before: datetime) -> None:
-    """Delete instances silent since before `before`: their conversations are ended."""
-    await session.execute(delete(InstanceRow).where(InstanceRow.heartbeat_at < before))
+    """Delete instances silent since before `before`: their conversations are ended.
+
+    Rows another instance's sweep is deleting are skipped, not waited for: two sweeps at
+    once never wait on each other's row locks, so they can neither deadlock nor time out
+    (SQLite, which locks the whole database, ignores the clause)."""
+    stale = (
+        select(InstanceRow.id)
+        .where(InstanceRow.heartbeat_at < before)
+        .with_for_update(skip_locked=True)
+    )
+    await session.execute(delete(InstanceRow).where(InstanceRow.id.in_(stale)))
