@@ -9,6 +9,7 @@ import httpx
 import pytest
 from phonic import AsyncPhonic
 from phonic.core.api_error import ApiError
+from phonic.core.request_options import RequestOptions
 from tests.api.helpers import assert_error
 from tests.types import Tenant
 
@@ -25,6 +26,9 @@ SIP_ROUTES = [
     ("POST", "/v1/conversations/sip/outbound_call"),
 ]
 
+ONCE: RequestOptions = {"max_retries": 0}
+"""The SDK retries a 5xx twice by default, seconds apart; the answer would be the same."""
+
 
 def sip_calls(sdk: AsyncPhonic) -> list[Callable[[], Awaitable[object]]]:
     return [
@@ -34,13 +38,19 @@ def sip_calls(sdk: AsyncPhonic) -> list[Callable[[], Awaitable[object]]]:
             sip_address="sip:pbx.example.com",
             sip_auth_username="u",
             sip_auth_password="p",
+            request_options=ONCE,
         ),
-        lambda: sdk.agents.delete_custom_phone_number("support", phone_number="+14155550100"),
-        lambda: sdk.agents.update_phone_number("support", phone_number="+14155550100"),
+        lambda: sdk.agents.delete_custom_phone_number(
+            "support", phone_number="+14155550100", request_options=ONCE
+        ),
+        lambda: sdk.agents.update_phone_number(
+            "support", phone_number="+14155550100", request_options=ONCE
+        ),
         lambda: sdk.conversations.sip_outbound_call(
             sip_address="sip:pbx.example.com",
             from_phone_number="+14155550100",
             to_phone_number="+14155550111",
+            request_options=ONCE,
         ),
     ]
 

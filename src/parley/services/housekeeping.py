@@ -99,7 +99,9 @@ async def _run(ctx: Context, stopping: asyncio.Event) -> None:
     lease_tick = ctx.instance.lease_seconds / TICKS_PER_LEASE
     tick = min(MAX_TICK_SECONDS, lease_tick)
     loop = asyncio.get_running_loop()
-    next_lease = loop.time()
+    # The first lease's work waits a tick: the start (`housekeeping`) registered the
+    # instance and ended the orphans a moment ago, and nothing else is due that soon.
+    next_lease = loop.time() + lease_tick
     while not stopping.is_set():
         if loop.time() >= next_lease:
             next_lease = loop.time() + lease_tick
