@@ -64,7 +64,9 @@ Server = TypeVar("Server", bound=ThreadingHTTPServer)
 @contextmanager
 def serving(server: Server) -> Iterator[Server]:
     """Serve `server` from a thread for the block's duration, then stop and close it."""
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    )
     thread.start()
     try:
         yield server

@@ -63,7 +63,9 @@ def _point(hosts: Path, address: str) -> None:
 
 
 def _serve(service: _Service) -> None:
-    threading.Thread(target=service.serve_forever, daemon=True).start()
+    threading.Thread(
+        target=service.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    ).start()
 
 
 async def _probe(scenario: str, hosts: Path, public: str) -> dict[str, object]:

@@ -45,7 +45,9 @@ class _Recording(ThreadingHTTPServer):
 @pytest.fixture
 def server() -> Iterator[_Recording]:
     running = _Recording()
-    thread = threading.Thread(target=running.serve_forever, daemon=True)
+    thread = threading.Thread(
+        target=running.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    )
     thread.start()
     try:
         yield running

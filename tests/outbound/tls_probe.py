@@ -50,7 +50,9 @@ async def _probe(cert: str, key: str) -> dict[str, object]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
     server.daemon_threads = True
     server.socket = context.wrap_socket(server.socket, server_side=True)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    ).start()
     port = server.server_address[1]
     client = OutboundClient(resolve=_loopback)
     results: dict[str, object] = {}
