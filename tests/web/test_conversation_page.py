@@ -47,7 +47,7 @@ def settings(settings_factory: Any, chat: ChatServer, tmp_path: Path) -> Setting
         recordings_dir=tmp_path / "recordings",
         llm_base_url=chat.base_url,
         llm_model="extractor",
-        llm_timeout_seconds=10,  # no test here waits on a silent model: a loaded machine may be slow
+        llm_timeout_seconds=10,  # no test here waits on a silent model; a loaded one is slow
     )
     return built
 
