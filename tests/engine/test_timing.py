@@ -158,3 +158,41 @@ async def test_end_of_speech_is_when_the_last_voiced_audio_arrived(
     assert first.turn is not None
     assert abs(first.turn.speech_ended - sent[last_voiced]) <= 0.06
     assert first.turn.decided - first.turn.speech_ended >= 0.35  # the 400 ms wait, honest
+
+
+def test_stall_of_this_process_is_excused_not_owed() -> None:
+    arrivals = Arrivals()
+    arrivals.heard(0.02, 10.0)
+    arrivals.excuse(1.0)  # this process stood still for a second right after
+    assert arrivals.owed(10.0 + 1.0 + IDLE_GRACE_S - 0.01) == 0.0  # the grace starts again
+    gap = IDLE_GRACE_S + 0.05
+    assert arrivals.owed(11.0 + gap) == pytest.approx(gap)  # the stall is never owed
+    assert Arrivals().owed(3.0) == 0.0
+    Arrivals().excuse(1.0)  # nothing heard yet: nothing to excuse
+
+
+@pytest.mark.anyio
+async def test_stalled_event_loop_mid_sentence_is_no_pause_of_the_client(
+    tone_synthesizer: Synthesizer, config: SessionConfig
+) -> None:
+    """The process stands still for longer than the grace and the end-of-turn wait together
+    right after the first half of a sentence (the client's frames of that time wait unread):
+    no turn ends, and the sentence is one turn when the rest comes."""
+    audio = voiced_only(HELLO)
+    half = len(audio) // 2
+    first, rest = speech.stream(config.input_format, 0.3, audio[:half]), audio[half:]
+    async with running(tone_synthesizer, config, semantic=False) as (engine, recorder):
+        for chunk in first:
+            await engine.feed_audio(chunk)
+        await anyio.sleep(0.1)  # the first half is heard (well inside the grace)
+        time.sleep(IDLE_GRACE_S + 1.0)  # noqa: ASYNC251 # the whole process stands still, on purpose
+        await anyio.sleep(0.2)  # the timer runs again, late
+        assert UserFinishedSpeaking not in [type(event) for event in recorder.events]
+        for chunk in speech.stream(config.input_format, 0.0, rest):
+            await engine.feed_audio(chunk)
+        await recorder.wait_for(InputText)
+    (heard,) = [event for event in recorder.events if isinstance(event, InputText)]
+    # The fake recognizer names the utterance's length: longer than all the first half
+    # (its leading quiet too), so the rest is in the same turn.
+    said = float(heard.text.removeprefix("[speech ").removesuffix(" s]"))
+    assert said > half / speech.RATE, (heard.text, half / speech.RATE)

@@ -78,7 +78,7 @@ from parley.engine.languages import LanguageChoice
 from parley.engine.listening import Listener
 from parley.engine.semantic import SemanticParams, SmartTurn
 from parley.engine.speaker import Response, Speaker
-from parley.engine.timing import Arrivals, TurnClock
+from parley.engine.timing import STALL_S, Arrivals, TurnClock
 from parley.engine.tool_loop import ToolLoop
 from parley.engine.tools import ToolDefinition, ToolRunner
 from parley.engine.tuning import WELCOME_INSTRUCTION, Pronouncer, listening, with_local_time
@@ -574,7 +574,11 @@ class DefaultEngine:
         wall clock, in either end-of-turn mode."""
         rate = self._config.input_format.sample_rate
         while True:
+            asked = self._clock.monotonic() + _KEEP_TIME_TICK_S
             await anyio.sleep(_KEEP_TIME_TICK_S)
+            late = self._clock.monotonic() - asked
+            if late > STALL_S:  # this process stood still: the client may not have
+                self._arrivals.excuse(late)
             if self._muted or self._listener is None or not self._listener.detector.in_turn:
                 continue
             now = self._clock.monotonic()

@@ -26,6 +26,9 @@ loaded suite). The cost: a client that stops sending ends its turn up to 200 ms 
 the shortest end-of-turn wait (`SemanticParams.check_ms`, 300 ms) would with frames. The
 recorder places a gap in the user's channel from the same half second on
 (services/live/recorder.py: USER_GAP_SECONDS)."""
+STALL_S = 0.1
+"""A timer tick this much later than asked: this process did not run meanwhile (see
+`Arrivals.excuse`). Ten times a healthy loop's lateness, a fraction of `IDLE_GRACE_S`."""
 KEEP_S = 120.0
 """Stream time whose arrivals are kept: a turn's end of speech is never older."""
 
@@ -49,6 +52,15 @@ class Arrivals:
     def invented(self, seconds: float, until: float) -> None:
         """Silence owed (`owed`) was fed: the stream now reaches wall instant `until`."""
         self._add(seconds, until, invented=True)
+
+    def excuse(self, seconds: float) -> None:
+        """This process did not run for `seconds` (a stalled event loop, a starved process):
+        the client's audio of that time may be waiting unread, so that time is no silence of
+        the client's. The grace starts again, and the stall is never owed."""
+        if self._last_audio is not None:
+            self._last_audio += seconds
+        if self._covered is not None:
+            self._covered += seconds
 
     def owed(self, now: float) -> float:
         """Seconds of silence the stream owes at `now` (0 while the client sends)."""
