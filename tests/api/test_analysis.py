@@ -32,7 +32,7 @@ def chat() -> Iterator[ChatServer]:
 @pytest.fixture
 def settings(settings_factory: Any, chat: ChatServer) -> Settings:
     built: Settings = settings_factory(
-        llm_base_url=chat.base_url, llm_model="writer", llm_timeout_seconds=0.5
+        llm_base_url=chat.base_url, llm_model="writer", llm_timeout_seconds=10
     )
     return built
 
