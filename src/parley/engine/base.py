@@ -296,6 +296,7 @@ class Recognizer(Protocol):
         prompt: str = "",
         words: bool = False,
         languages: Sequence[str] = (),
+        probe: bool = False,
     ) -> Transcript | None:
         """Return the words of an utterance, starting with `prefix` when one is given.
 
@@ -305,6 +306,8 @@ class Recognizer(Protocol):
         engine/languages.py): decode in the one of them the speech is likeliest in, and
         report it as `Transcript.language`; a recognizer that cannot tell uses `language`.
         A partial decode is optional work: return None to skip it (e.g. when busy).
+        A `probe` (speech over the agent so far, engine/barge_in.py) is decoded as a final
+        but never before one: a turn's words do not wait for it.
         Run heavy work off the event loop.
         """
         ...
