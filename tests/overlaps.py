@@ -40,6 +40,8 @@ LONG = "Hold on, I have a question about my order."
 CHUNK_S = 0.02
 LEAD_IN_S = 1.0
 """The agent's audio heard before the user speaks."""
+AFTER_S = 1.6
+"""The silence fed after the user's sound."""
 ONSET_LEVEL = 0.02
 """A sample this loud marks where the user's sound begins."""
 
@@ -85,7 +87,7 @@ async def over_agent(
     *,
     fmt: AudioFormat,
     rate: int = speech.RATE,
-    after_s: float = 1.6,
+    after_s: float = AFTER_S,
     settle_s: float = 12.0,
 ) -> Overlap:
     """Have the agent say REPLY, play `sound` (at `rate`) over it in real time, then wait

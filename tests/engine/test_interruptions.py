@@ -1,8 +1,9 @@
 """Interruptions that are meant (API.md section 18), in the engine: real speech rendered by
 hibari, played over the agent's reply at real-time pace, heard by the real VAD and Whisper.
 
-The agent speaks with the tone synthesizer (its audio is not what is judged); the pacing is
-the service's (0.5 s ahead of playback).
+The agent speaks with the tone synthesizer (its audio is not what is judged), slowly
+enough that its reply outlasts the longest speech played over it (`TONE_WORD_S`); the
+pacing is the service's (0.5 s ahead of playback).
 """
 
 from __future__ import annotations
@@ -31,11 +32,19 @@ from parley.engine.recognizers import WhisperRecognizer
 
 pytestmark = pytest.mark.anyio
 
+TONE_WORD_S = 0.12
+"""The tone reply's time per word: REPLY (73 words) lasts 8.8 s, so after the lead-in there
+is more of it than the long interruption and the silence after it (3.1 + 1.6 s), and speech
+over it really overlaps it (at 60 ms a word, 4.4 s, the reply could end before the
+interruption's words did)."""
+
 
 @pytest.fixture
 async def factory() -> AsyncIterator[DefaultEngineFactory]:
     """Per test: the recognizer's queue belongs to one event loop (the model is cached)."""
-    built = DefaultEngineFactory(ToneSynthesizer(), recognizer=WhisperRecognizer())
+    built = DefaultEngineFactory(
+        ToneSynthesizer(word_s=TONE_WORD_S), recognizer=WhisperRecognizer()
+    )
     await built.warm_up()
     yield built
     await built.aclose()
@@ -94,7 +103,10 @@ async def test_min_words_to_interrupt_3_one_word_resumes(
 async def test_long_interruption_stops_agent_at_onset(
     factory: DefaultEngineFactory, config: SessionConfig
 ) -> None:
-    overlap = await played_over(factory, config, speech.spoken(overlaps.LONG), min_words=3)
+    sound = speech.spoken(overlaps.LONG)
+    played_s = overlaps.LEAD_IN_S + sound.size / speech.RATE + overlaps.AFTER_S
+    assert len(overlaps.REPLY.split()) * TONE_WORD_S > played_s  # the reply outlasts it
+    overlap = await played_over(factory, config, sound, min_words=3)
     assert overlap.interrupted is not None
     assert overlap.stop_ms is not None
     assert overlap.stop_ms < 300, overlap.stop_ms

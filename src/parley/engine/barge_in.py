@@ -1,27 +1,36 @@
 """Speech over the agent, judged: an interruption that is meant, or not (API.md section 18).
 
 At the onset of the user's speech while the agent speaks, the engine pauses the agent's
-audio and opens a `BargeIn`; decodes of the user's speech so far (`Listener.probe`) then
-decide, as each comes back (`BargeIn.judge`). While the user still speaks, a word counts
-once two decodes in a row agree on it (a decode of a word half said is often another word:
-"uh-hu…" came out as "It's all."), and the last decode is not a backchannel as a whole (the
-"I" both decodes agree on is "I see" in the second); once the speech pauses, the last
-decode counts whole.
+audio and opens a `BargeIn`; decodes of the user's speech so far (`Listener.probe`, the
+recognizer's probe rank: after every final, so a turn's own words never wait behind them)
+then decide, as each comes back (`BargeIn.judge`). While the user still speaks, a word
+counts once two decodes in a row agree on it (a decode of a word half said is often another
+word: "uh-hu…" came out as "It's all."), and the last decode is not a backchannel as a whole
+(the "I" both decodes agree on is "I see" in the second); once the speech pauses
+(`STOPPED_S`), the last decode counts whole.
 
 - INTERRUPT once the words heard number at least `min_words_to_interrupt` and are not all
   backchannels (backchannels.py): the reply is interrupted as before, and the speech is a
   user turn;
-- RESUME when the speech has stopped (`STOPPED_S` of silence) with fewer words, or only a
-  backchannel, or after less speech than a turn needs (`VadParams.min_speech_ms`: a
-  click); or when a decode of at least `NO_WORDS_S` of it found nothing at all (a cough, a
-  door, background noise); or after `MAX_HOLD_S` undecided: the agent goes on where it
-  paused, and the speech is no turn (no item, no reply);
-- else WAIT: more speech is coming.
+- RESUME when a decode of at least `NO_WORDS_S` of it found nothing at all (a cough, a
+  door, background noise); when the speech has paused (`STOPPED_S`) on a backchannel (a
+  clause of its own) or after less speech than a turn needs (`VadParams.min_speech_ms`: a
+  click); or when `MAX_HOLD_S` of it is decoded and still undecided: the agent goes on
+  where it paused, and the speech is no turn (no item, no reply);
+- else WAIT: more speech is coming. A pause inside a clause is no end: fewer words than the
+  minimum that are not a backchannel ("Hold on," of "Hold on, I have a question", which a
+  decode of it at the pause writes "Hold on.") keep the agent paused until the turn ends,
+  when the turn detector judges the clause over (the silence that ends a turn, or the
+  end-of-turn model).
+
+Every rule reads the speech's own time (the stream time a decode covers), never how long a
+decode took: on a busy machine the agent stays paused longer, and what the user said, not
+the machine's speed, decides. The turn's end bounds the pause (its final words decide).
 
 After a RESUME the engine keeps judging the same speech: should the words reach the
 minimum after all, the reply is interrupted then. The turn's final words decide what is left
 (`final_verdict`): a turn that began over the agent is a user turn only if it would
-interrupt it.
+interrupt it; else the agent goes on (fewer words: RESUME at the turn's end).
 """
 
 from __future__ import annotations
@@ -35,7 +44,6 @@ from typing import Final
 
 import anyio
 
-from parley.clock import Clock
 from parley.engine.backchannels import is_backchannel, words
 from parley.engine.base import Transcript
 from parley.engine.listening import Listener
@@ -48,15 +56,17 @@ MIN_WORDS_RANGE: Final = (1, 10)
 NO_WORDS_S: Final = 0.6
 """Speech in which a decode finds no word by this long after its onset is not words."""
 MAX_HOLD_S: Final = 3.0
-"""The longest the agent stays paused for speech that neither interrupts nor stops."""
+"""Speech over the agent this long (from its onset, as decoded) that has neither
+interrupted nor stopped resumes it (a long mumble, words the recognizer keeps changing)."""
 FIRST_PROBE_S: Final = 0.4
 """The first decode covers this much speech after the onset: a shorter one rarely holds a
 whole word (Whisper wrote nothing, or a fragment, for 0.35 s of a word)."""
 PROBE_STEP_S: Final = 0.2
 """Each later decode covers at least this much more speech."""
 STOPPED_S: Final = 0.3
-"""Silence after speech over the agent that counts as its end (a comma's pause is shorter:
-"Hold on, I have a question" must not resume the agent after "Hold on")."""
+"""Silence after speech over the agent after which its last decode counts whole, and a
+backchannel or a click has ended. Not the end of a clause: "Hold on," of "Hold on, I have
+a question" pauses this long (the turn's end decides about fewer words)."""
 POLL_S: Final = 0.02
 """How often the judge looks at the listener between decodes (one input frame)."""
 
@@ -81,8 +91,6 @@ class BargeIn:
     min_words: int
     onset: float
     """Where the speech began, in the listener's stream time."""
-    started_at: float
-    """When the agent was paused (monotonic)."""
     interrupted: bool = False
     resumed: bool = False
     turn_over: bool = False
@@ -98,11 +106,10 @@ class BargeIn:
         return not (self.interrupted or self.resumed)
 
     def judge(
-        self, text: str, *, covered: float, stopped: bool, now: float, too_short: bool = False
+        self, text: str, *, covered: float, stopped: bool, too_short: bool = False
     ) -> Verdict:
         """The verdict on a decode of the speech up to stream time `covered`; `stopped`:
-        the speech had paused by then, `too_short` with too little speech for a turn;
-        `now`: the monotonic time."""
+        the speech had paused by then, `too_short` with too little speech for a turn."""
         if stopped and too_short:
             return Verdict.RESUME if not self.resumed else Verdict.WAIT
         heard = words(text)
@@ -112,11 +119,13 @@ class BargeIn:
             return Verdict.INTERRUPT  # (the agreed "I" of a decode that now says "I see": no)
         if self.resumed:
             return Verdict.WAIT  # already going on: only enough words change it now
-        if stopped or now - self.started_at >= MAX_HOLD_S:
-            return Verdict.RESUME
+        if stopped and is_backchannel(text):
+            return Verdict.RESUME  # a backchannel is a clause of its own
         if not text.strip() and covered - self.onset >= NO_WORDS_S - 1e-9:
-            return Verdict.RESUME
-        return Verdict.WAIT
+            return Verdict.RESUME  # no words: noise
+        if covered - self.onset >= MAX_HOLD_S - 1e-9:
+            return Verdict.RESUME  # undecided for too long a speech
+        return Verdict.WAIT  # more words may come, even after a pause (a comma's)
 
     def final_verdict(self, text: str, *, placeholder: bool) -> Verdict:
         """The turn's final words: INTERRUPT makes it a user turn, RESUME drops it. A
@@ -129,7 +138,6 @@ class BargeIn:
 async def judge_speech(
     barge: BargeIn,
     listener: Listener,
-    clock: Clock,
     *,
     current: Callable[[], Response | None],
     interrupt: Callable[[BargeIn], Awaitable[None]],
@@ -147,8 +155,7 @@ async def judge_speech(
         too_short = detector.speech_seconds < detector.params.min_speech_ms / 1000
         probed_stopped = probed_stopped and stopped
         covered = listener.heard_until
-        held_long = barge.pending and clock.monotonic() - barge.started_at >= MAX_HOLD_S
-        if covered < next_at and not (stopped and not probed_stopped) and not held_long:
+        if covered < next_at and not (stopped and not probed_stopped):
             await anyio.sleep(POLL_S)
             continue
         task = listener.probe()
@@ -156,11 +163,18 @@ async def judge_speech(
             return  # the turn ended: its final words decide
         probed_stopped = stopped
         next_at = covered + PROBE_STEP_S
-        text = await _text_of(task, barge, clock, resume)
+        text = await _text_of(task)
         if barge.turn_over or barge.interrupted:
             return
-        verdict = barge.judge(
-            text, covered=covered, stopped=stopped, now=clock.monotonic(), too_short=too_short
+        if text is None:  # dropped (the speech went on, or the turn ended) or failed
+            continue  # the next probe when more speech is in, or the pause's final
+        verdict = barge.judge(text, covered=covered, stopped=stopped, too_short=too_short)
+        logger.debug(  # not the words themselves: a log is no place for what the user said
+            "speech over the agent, %.2f s of it%s: %d words, %s",
+            covered - barge.onset,
+            " (paused)" if stopped else "",
+            len(words(text)),
+            verdict.value,
         )
         if verdict is Verdict.INTERRUPT:
             await interrupt(barge)
@@ -168,31 +182,19 @@ async def judge_speech(
             await resume(barge)
 
 
-async def _text_of(
-    task: asyncio.Task[Transcript | None],
-    barge: BargeIn,
-    clock: Clock,
-    resume: Callable[[BargeIn], Awaitable[None]],
-) -> str:
-    """A decode's words; none when it failed or was dropped (logged). A decode slower than
-    the hold left (a busy recognizer) does not keep the agent paused: it resumes at
-    MAX_HOLD_S, and the words, when they come, may still interrupt it."""
-    if barge.pending:
-        left = barge.started_at + MAX_HOLD_S - clock.monotonic()
-        with anyio.move_on_after(max(left, 0.0)):
-            await asyncio.wait({task})
-        if not task.done():
-            await resume(barge)
-    try:
-        result = await task
-    except asyncio.CancelledError:
-        if task.cancelled():
-            return ""
-        raise
-    except Exception:
-        logger.exception("a decode of speech over the agent failed")
-        return ""
-    return "" if result is None else result.text
+async def _text_of(task: asyncio.Task[Transcript | None]) -> str | None:
+    """A decode's words; None when it failed (logged) or was dropped: no verdict then (it
+    did not find that there are no words). However long it takes (a busy recognizer), the
+    agent stays paused meanwhile: the verdict comes from the words. Waited for, never
+    awaited: it may be the turn's own final decode, which the judge's end must not cancel."""
+    await asyncio.wait({task})
+    if task.cancelled():
+        return None
+    if (error := task.exception()) is not None:
+        logger.error("a decode of speech over the agent failed", exc_info=error)
+        return None
+    result = task.result()
+    return None if result is None else result.text
 
 
 def _common_prefix(first: list[str], second: list[str]) -> list[str]:

@@ -625,7 +625,6 @@ class DefaultEngine:
             current,
             self._config.tuning.min_words_to_interrupt,
             onset=event.time,
-            started_at=self._clock.monotonic(),
         )
         self._task_group.start_soon(self._judge, barge)
 
@@ -633,7 +632,6 @@ class DefaultEngine:
         await judge_speech(
             barge,
             self._ear(),
-            self._clock,
             current=lambda: self._current,
             interrupt=self._barge_interrupt,
             resume=self._barge_resume,

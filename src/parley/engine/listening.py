@@ -124,6 +124,7 @@ class Listener:
         self._partial: asyncio.Task[None] | None = None
         self._partial_mark = 0.0
         self._speculative: asyncio.Task[Transcript | None] | None = None
+        self._probe: asyncio.Task[Transcript | None] | None = None
         self._verdict: asyncio.Task[int | None] | None = None
         self._paused_at = 0.0
         self._silence_s = 0.0  # the silence of this pause, as of its last CHECK
@@ -176,16 +177,28 @@ class Listener:
 
     def probe(self) -> asyncio.Task[Transcript | None] | None:
         """Decode the turn so far, for speech over the agent (barge_in.py), with the
-        backchannels' prompt; None outside a turn. A final's priority: never skipped."""
+        backchannels' prompt; None outside a turn.
+
+        The recognizer's probe rank: after every final, never skipped. While the speech
+        pauses, the speculative final decode already holds all of it: that one is returned
+        (the same task, not a second decode; cancelled should the speech resume). A probe
+        still unanswered when the turn ends is dropped (cancelled): the turn's own decode
+        covers its speech. (One that runs when the pause starts that final is left to end:
+        the worker cannot stop it, and its words are the judge's next verdict.)
+        """
         if not self.detector.in_turn:
             return None
+        if self._speculative is not None:
+            return self._speculative
         audio = self._audio.turn(gaps=self._gaps)
         utterance = Utterance(audio, self._audio.rate, self._audio.turn_seconds)
-        return self._spawn(
+        self._drop_probe()
+        probe = self._probe = self._spawn(
             self._recognizer.transcribe(
-                utterance, language=self._language, prompt=self._turn_prompt
+                utterance, language=self._language, prompt=self._turn_prompt, probe=True
             )
         )
+        return probe
 
     @property
     def _turn_prompt(self) -> str:
@@ -321,6 +334,11 @@ class Listener:
         if decided is not None and self._on_late_finish is not None:
             self._on_late_finish(decided)
 
+    def _drop_probe(self) -> None:
+        if self._probe is not None:
+            self._probe.cancel()  # a no-op once it is done
+            self._probe = None
+
     def _drop_verdict(self) -> None:
         if self._verdict is not None:
             self._verdict.cancel()
@@ -393,6 +411,7 @@ class Listener:
 
     def _reset_turn(self) -> None:
         self.over_agent = False
+        self._drop_probe()
         self._drop_verdict()
         self._silence_s = 0.0
         self._gaps = []
