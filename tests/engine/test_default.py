@@ -310,6 +310,7 @@ class EchoRecognizer:
         prefix: str = "",
         partial: bool = False,
         prompt: str = "",
+        probe: bool = False,
     ) -> Transcript | None:
         assert (prefix, partial) == ("", False)
         assert utterance.sample_rate == 8_000
@@ -388,6 +389,7 @@ class HearsSpanishRecognizer(EchoRecognizer):
         prefix: str = "",
         partial: bool = False,
         prompt: str = "",
+        probe: bool = False,
     ) -> Transcript | None:
         self.asked.append(language)
         return Transcript("Hola.", "es")
@@ -430,6 +432,7 @@ class FailingRecognizer:
         prefix: str = "",
         partial: bool = False,
         prompt: str = "",
+        probe: bool = False,
     ) -> Transcript | None:
         raise RuntimeError("recognizer crashed")
 

@@ -347,3 +347,48 @@ def test_interrupted_open_sentence_played_in_step_keeps_engine_words(
     wire.decode(frame("mark", mark={"name": first}))
     wire.encode(engine.UserStartedSpeaking())
     assert wire.heard("One two") == "One two"
+
+
+# --- speech over the agent: paused, then resumed or interrupted (API.md section 18) -------
+
+
+def test_agent_paused_sends_clear_resumed_sends_rest_again(
+    wire: TwilioCodec, clock: ManualClock
+) -> None:
+    audio = bytes(range(200)) * 8  # 1600 bytes: 10 frames, each one recognisable
+    out = sent(wire.encode(engine.AssistantStartedSpeaking()))
+    out += sent(wire.encode(engine.AudioChunk(audio[:800], "One two three four.")))
+    out += sent(wire.encode(engine.AudioChunk(audio[800:], "")))
+    first = next(item["mark"]["name"] for item in out if item["event"] == "mark")
+    clock.now += 0.1
+    wire.decode(frame("mark", mark={"name": first}))  # the first 800 bytes played
+    clock.now += 0.04  # and 2 frames more
+    assert sent(wire.encode(engine.AssistantPaused())) == [{"event": "clear", "streamSid": SID}]
+    again = sent(wire.encode(engine.AssistantResumed()))
+    assert [item["event"] for item in again] == ["media"] * 3 + ["mark"]
+    payloads = b"".join(base64.b64decode(item["media"]["payload"]) for item in again[:3])
+    assert payloads == audio[1120:]  # from the frame the carrier stopped in
+    later = sent(wire.encode(engine.AudioChunk(b"\x01" * 160, "Five.")))
+    assert [item["event"] for item in later] == ["media", "mark"]  # the reply goes on
+
+
+def test_agent_resumed_then_interrupted_heard_skips_dropped_audio(
+    wire: TwilioCodec, clock: ManualClock
+) -> None:
+    out = speak(wire, (800, "Alpha beta."), (800, "Gamma delta epsilon zeta eta."))
+    first = next(item["mark"]["name"] for item in out if item["event"] == "mark")
+    clock.now += 0.1
+    wire.decode(frame("mark", mark={"name": first}))  # "Alpha beta." played
+    wire.encode(engine.AssistantPaused())
+    clock.now += 0.5
+    wire.encode(engine.AssistantResumed())  # the second sentence, all of it, sent again
+    wire.encode(engine.AudioChunk(b"\x00" * 160, "Theta."))
+    clock.now += 0.05  # 2.5 of its 5 frames played since
+    wire.encode(engine.UserStartedSpeaking())
+    said = "Alpha beta. Gamma delta epsilon zeta eta."
+    assert wire.heard(said) == "Alpha beta. Gamma delta"
+
+
+def test_agent_paused_while_silent_sends_nothing(wire: TwilioCodec) -> None:
+    assert wire.encode(engine.AssistantPaused()) == []
+    assert wire.encode(engine.AssistantResumed()) == []
