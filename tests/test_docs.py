@@ -75,8 +75,6 @@ def server_message_samples() -> list[object]:
         engine.AssistantStartedSpeaking(),
         engine.AssistantFinishedSpeaking(),
         engine.InterruptedResponse("Hi"),
-        engine.AssistantPaused(),  # no socket frame: a call's `clear` (API.md section 18)
-        engine.AssistantResumed(),
         engine.AssistantEndedConversation(),
         engine.KeypadPressed("1#"),
         engine.AssistantChoseNotToRespond(),

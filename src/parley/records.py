@@ -140,8 +140,6 @@ class Delivery:
     """The silence that ends the user's turn (None: the server's setting)."""
     vad_threshold: float | None = None
     """The speech probability at which the user starts speaking (None: the server's)."""
-    min_words_to_interrupt: int = 1
-    """Words the user must say over the agent to interrupt it (API.md section 18)."""
 
     def to_json(self) -> dict[str, Any]:
         """The stored (and shown) shape: the SDK's members."""
@@ -156,7 +154,6 @@ class Delivery:
             ],
             "vad_min_silence_duration_ms": self.vad_min_silence_duration_ms,
             "vad_threshold": self.vad_threshold,
-            "min_words_to_interrupt": self.min_words_to_interrupt,
         }
 
     @classmethod
@@ -177,7 +174,6 @@ class Delivery:
             ),
             vad_min_silence_duration_ms=value.get("vad_min_silence_duration_ms"),
             vad_threshold=value.get("vad_threshold"),
-            min_words_to_interrupt=int(value.get("min_words_to_interrupt", 1)),
         )
 
 
@@ -313,7 +309,6 @@ class DeliveryPatch:
     pronunciation_dictionary: tuple[PronunciationEntry, ...] | Unset = UNSET
     vad_min_silence_duration_ms: int | Unset | None = UNSET
     vad_threshold: float | Unset | None = UNSET
-    min_words_to_interrupt: int | Unset = UNSET
 
     def given(self) -> dict[str, Any]:
         """The members set, by name."""

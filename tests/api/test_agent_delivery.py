@@ -156,6 +156,7 @@ async def test_agent_unknown_member_still_not_a_known_field(tenant: Tenant) -> N
 
 LEFT_TO_OTHER_PARTS = {
     "configuration_endpoint",  # the configuration endpoint's own part of section 17
+    "min_words_to_interrupt",  # section 18's interruptions
     "built_in_tool_configs",  # the tools' part
 }
 

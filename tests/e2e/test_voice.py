@@ -19,7 +19,6 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import InvalidStatus
 
 from parley.engine import AudioFormat
-from parley.engine.barge_in import MAX_HOLD_S
 from tests import speech
 from tests.e2e.conftest import Customer, Server
 from tests.e2e.test_ws import receive, receive_until, refused, until_closed
@@ -202,10 +201,8 @@ async def test_voice_barge_in_stops_audio_within_200ms_and_stores_heard_text(
     kinds = [m["type"] for _, m in received]
     noticed = next(t for t, m in received if m["type"] == "user_started_speaking")
     last_audio = max((t for t, m in received if m["type"] == "audio_chunk"), default=onset)
-    # The audio pauses at the onset; the user is told they speak once their words are heard
-    # (API.md section 18: speech over the agent is judged before it interrupts).
+    assert noticed - onset <= 0.2, noticed - onset
     assert last_audio - onset <= 0.2, last_audio - onset
-    assert noticed - onset <= MAX_HOLD_S, noticed - onset  # two decodes agreed, in the hold
     assert kinds.index("interrupted_response") > kinds.index("user_started_speaking")
     interrupted = received[-1][1]["text"]
     assert interrupted

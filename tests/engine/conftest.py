@@ -17,8 +17,8 @@ def anyio_backend() -> str:
 
 
 class ToneSynthesizer:
-    """A 440 Hz tone, `word_s` per word (60 ms; at least 200 ms) divided by the speed, at
-    16 kHz; it keeps every text it was given, in order (`said`)."""
+    """A 440 Hz tone, 60 ms per word (at least 200 ms) divided by the speed, at 16 kHz; it
+    keeps every text it was given, in order (`said`)."""
 
     sample_rate = 16_000
     default_voice = "tone"
@@ -32,15 +32,14 @@ class ToneSynthesizer:
     async def warm_up(self) -> None:
         return None
 
-    def __init__(self, word_s: float = 0.06) -> None:
-        self.word_s = word_s
+    def __init__(self) -> None:
         self.said: list[str] = []
 
     async def synthesize(self, text: str, *, voice: str, speed: float = 1.0) -> Samples:
         if voice != "tone":
             raise ValueError(f"unresolved voice {voice!r}")
         self.said.append(text)
-        seconds = max(self.word_s * len(text.split()), 0.2) / speed
+        seconds = max(0.06 * len(text.split()), 0.2) / speed
         return tone(seconds, self.sample_rate)
 
 

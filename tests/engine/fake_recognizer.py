@@ -31,7 +31,6 @@ class FakeRecognizer:
         prefix: str = "",
         partial: bool = False,
         prompt: str = "",
-        probe: bool = False,
     ) -> Transcript | None:
         self.calls.append((partial, prefix))
         text = await self.answer(utterance, partial=partial)

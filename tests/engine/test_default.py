@@ -310,7 +310,6 @@ class EchoRecognizer:
         prefix: str = "",
         partial: bool = False,
         prompt: str = "",
-        probe: bool = False,
     ) -> Transcript | None:
         assert (prefix, partial) == ("", False)
         assert utterance.sample_rate == 8_000
@@ -389,7 +388,6 @@ class HearsSpanishRecognizer(EchoRecognizer):
         prefix: str = "",
         partial: bool = False,
         prompt: str = "",
-        probe: bool = False,
     ) -> Transcript | None:
         self.asked.append(language)
         return Transcript("Hola.", "es")
@@ -432,7 +430,6 @@ class FailingRecognizer:
         prefix: str = "",
         partial: bool = False,
         prompt: str = "",
-        probe: bool = False,
     ) -> Transcript | None:
         raise RuntimeError("recognizer crashed")
 

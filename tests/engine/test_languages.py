@@ -137,7 +137,6 @@ class DetectingRecognizer:
         prompt: str = "",
         words: bool = False,
         languages: Sequence[str] = (),
-        probe: bool = False,
     ) -> Transcript | None:
         self.asked.append((language, tuple(languages)))
         text, heard = self.words.pop(0)

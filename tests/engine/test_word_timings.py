@@ -53,7 +53,6 @@ class OnsetRecognizer(FakeRecognizer):
         partial: bool = False,
         prompt: str = "",
         words: bool = False,
-        probe: bool = False,
     ) -> Transcript | None:
         self.asked.append(words)
         found = self.found = onsets(utterance.samples, utterance.sample_rate)

@@ -96,8 +96,6 @@ OUT_OF_RULE: list[tuple[str, object]] = [
         [{"word": "a", "pronunciation": "x"}, {"word": "A", "pronunciation": "y"}],
     ),
     ("audio_speed", "fast"),
-    ("min_words_to_interrupt", 0),
-    ("min_words_to_interrupt", 11),
 ]
 
 
@@ -115,12 +113,3 @@ async def test_session_config_delivery_out_of_rule_error_naming_it_nothing_live(
     live.socket.sent.clear()
     await live.configure()  # the socket stayed open: a good config starts it
     assert live.engine.config.tuning == AgentTuning()
-
-
-async def test_session_config_min_words_to_interrupt_reaches_the_engine(
-    ctx: Context, start: Start
-) -> None:
-    org = await make_org(ctx)
-    live = await start(org=org, agent=await tuned_agent(ctx, org.org.id))
-    await live.configure(min_words_to_interrupt=3)
-    assert live.engine.config.tuning.min_words_to_interrupt == 3

@@ -121,16 +121,6 @@ VadThreshold = Annotated[
 ]
 
 
-MinWordsToInterrupt = Annotated[
-    int,
-    Field(
-        ge=rules.MIN_WORDS_TO_INTERRUPT_RANGE[0],
-        le=rules.MIN_WORDS_TO_INTERRUPT_RANGE[1],
-        description="Words the user must say over the agent to interrupt it.",
-    ),
-]
-
-
 class PronunciationIn(_Strict):
     word: Annotated[Text, StringConstraints(min_length=1, max_length=rules.MAX_WORD)]
     pronunciation: Annotated[
@@ -169,7 +159,6 @@ class DeliveryIn(_Strict):
     )
     vad_min_silence_duration_ms: VadMinSilence | None = None
     vad_threshold: VadThreshold | None = None
-    min_words_to_interrupt: MinWordsToInterrupt = 1
 
     def delivery(self) -> Delivery:
         """The record of these members."""
@@ -181,7 +170,6 @@ class DeliveryIn(_Strict):
             pronunciation_dictionary=_entries(self.pronunciation_dictionary),
             vad_min_silence_duration_ms=self.vad_min_silence_duration_ms,
             vad_threshold=self.vad_threshold,
-            min_words_to_interrupt=self.min_words_to_interrupt,
         )
 
 
@@ -196,7 +184,6 @@ class DeliveryUpdate(_Strict):
     pronunciation_dictionary: PronunciationDictionary | None = None
     vad_min_silence_duration_ms: VadMinSilence | None = None
     vad_threshold: VadThreshold | None = None
-    min_words_to_interrupt: MinWordsToInterrupt | None = None
 
     NULLABLE_DELIVERY: ClassVar[frozenset[str]] = frozenset(
         {"timezone", "vad_min_silence_duration_ms", "vad_threshold"}

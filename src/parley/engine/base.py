@@ -38,8 +38,6 @@ class AgentTuning:
     """The speech probability at which the user starts speaking."""
     end_silence_ms: int | None = None
     """The silence that ends the user's turn."""
-    min_words_to_interrupt: int = 1
-    """Words the user must say over the agent to interrupt it (engine/barge_in.py)."""
 
 
 @dataclass(frozen=True)
@@ -161,19 +159,6 @@ class InterruptedResponse:
 
 
 @dataclass(frozen=True)
-class AssistantPaused:
-    """The user began to speak over the assistant: its audio stops until AssistantResumed
-    or InterruptedResponse (engine/barge_in.py). No socket frame; a call's carrier is told
-    to drop what it holds (`clear`)."""
-
-
-@dataclass(frozen=True)
-class AssistantResumed:
-    """The speech over the assistant was no interruption (noise, a backchannel, too few
-    words): its audio goes on from where it paused (a call's carrier gets the rest again)."""
-
-
-@dataclass(frozen=True)
 class AssistantEndedConversation:
     """The assistant said goodbye; the socket layer should end the conversation."""
 
@@ -229,8 +214,6 @@ EngineEvent: TypeAlias = (
     | AssistantStartedSpeaking
     | AssistantFinishedSpeaking
     | InterruptedResponse
-    | AssistantPaused
-    | AssistantResumed
     | AssistantEndedConversation
     | AssistantHandedOff
     | KeypadPressed
@@ -296,7 +279,6 @@ class Recognizer(Protocol):
         prompt: str = "",
         words: bool = False,
         languages: Sequence[str] = (),
-        probe: bool = False,
     ) -> Transcript | None:
         """Return the words of an utterance, starting with `prefix` when one is given.
 
@@ -306,8 +288,6 @@ class Recognizer(Protocol):
         engine/languages.py): decode in the one of them the speech is likeliest in, and
         report it as `Transcript.language`; a recognizer that cannot tell uses `language`.
         A partial decode is optional work: return None to skip it (e.g. when busy).
-        A `probe` (speech over the agent so far, engine/barge_in.py) is decoded as a final
-        but never before one: a turn's words do not wait for it.
         Run heavy work off the event loop.
         """
         ...

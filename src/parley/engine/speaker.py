@@ -30,7 +30,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import aclosing
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import anyio
 import anyio.to_thread
@@ -90,24 +90,6 @@ class Response:
     after_calls: int = 0  # sentences sent before the last of them
     interruptible: bool = True  # False: a welcome the user's speech does not cut
     turn: TurnClock | None = None  # a reply to a spoken user turn: its stages' instants
-    unpaused: anyio.Event = field(default_factory=anyio.Event)  # clear while paused
-
-    def __post_init__(self) -> None:
-        self.unpaused.set()
-
-    @property
-    def paused(self) -> bool:
-        """True between `pause` and `resume`: no audio goes out (engine/barge_in.py)."""
-        return not self.unpaused.is_set()
-
-    def pause(self) -> None:
-        """Hold the audio not yet sent (speech over the agent, still being judged)."""
-        if not self.paused:
-            self.unpaused = anyio.Event()
-
-    def resume(self) -> None:
-        """Send the rest from where it paused."""
-        self.unpaused.set()
 
     @property
     def text(self) -> str:
@@ -126,9 +108,7 @@ class Response:
 
     def heard(self, now: float, start: int = 0) -> str:
         """What the listener had heard at monotonic time `now`, of the sentences from the
-        `start`-th on (see the module doc); never past the playback of what was sent."""
-        if self.playing_until is not None:
-            now = min(now, self.playing_until)
+        `start`-th on (see the module doc)."""
         words: list[str] = []
         for played in self.sent[start:]:
             if played.starts is None or played.starts + played.seconds <= now:
@@ -151,8 +131,6 @@ class Pacer:
         self._clock = clock
         self._lead = lead_s
         self._end: float | None = None
-        self.gap = 0.0
-        """The silence the listener heard before the audio `sent` last (a pause)."""
 
     async def wait_for_room(self) -> None:
         """Sleep until the audio sent is at most `lead_s` ahead of playback."""
@@ -168,7 +146,6 @@ class Pacer:
         """Record `seconds` more audio sent; return when it starts playing (None: unpaced)."""
         now = self._clock.monotonic()
         starts = max(self._end or now, now)
-        self.gap = 0.0 if self._end is None else starts - self._end
         self._end = starts + seconds
         return starts if self._lead is not None else None
 
@@ -250,9 +227,6 @@ class Speaker:
         for sentence in splitter.flush():
             await self._sentence(sentence, response, pacer)
         await pacer.drain()
-        while response.paused:  # not over until the speech over it is judged
-            await response.unpaused.wait()
-            await pacer.drain()
         if silent and not response.started:  # silence chosen, nothing said: no framing
             response.finished = True
             await self._emit(AssistantChoseNotToRespond())
@@ -275,7 +249,7 @@ class Speaker:
             response.started = True
             response.first_audio_at = self._clock.monotonic()
             await self._emit(AssistantStartedSpeaking())
-        await _room(response, pacer)
+        await pacer.wait_for_room()
         await self._emit(KeypadPressed(digits))
         response.on_air.set()
         pacer.sent(key_seconds(digits))
@@ -317,21 +291,10 @@ class Speaker:
                 if response.turn is not None:
                     turn = response.turn.marks(response.first_audio_at)
                 await self._emit(AssistantStartedSpeaking())
-            await _room(response, pacer)
+            await pacer.wait_for_room()
             await self._emit(AudioChunk(chunk, sentence if index == 0 else "", turn))
             response.on_air.set()
             starts = pacer.sent(fmt.duration(chunk))
             response.playing_until = pacer.end
             if index == 0:
                 response.sent.append(_Played(sentence, starts, seconds))
-            elif pacer.gap > 0 and (played := response.sent[-1]).starts is not None:
-                # a pause inside the sentence: its words are heard that much later
-                response.sent[-1] = replace(played, starts=played.starts + pacer.gap)
-
-
-async def _room(response: Response, pacer: Pacer) -> None:
-    """Wait until the next chunk may go: room ahead of playback, and not paused."""
-    await pacer.wait_for_room()
-    while response.paused:
-        await response.unpaused.wait()
-        await pacer.wait_for_room()

@@ -16,9 +16,7 @@ The members, the official SDK's, each honoured by the engine (docs/engine.md):
 - `vad_min_silence_duration_ms` (100-5000; null: the server's `PARLEY_VAD_END_SILENCE_MS`,
   or the end-of-turn model's wait): the silence that ends the user's turn;
 - `vad_threshold` (0.1-0.9; null: the server's 0.5): the speech probability at which the
-  user starts speaking (the turn goes on above 0.7 times it);
-- `min_words_to_interrupt` (1-10, default 1; API.md section 18): the words the user must say
-  over the agent to interrupt it (engine/barge_in.py).
+  user starts speaking (the turn goes on above 0.7 times it).
 
 The API checks each member as it parses it (400 `validation_error` naming it);
 `check_delivery` checks a whole record the same way for the services' other callers.
@@ -36,7 +34,6 @@ from parley.records import Delivery, PronunciationEntry
 AUDIO_SPEED_RANGE: Final = (0.5, 2.0)
 VAD_MIN_SILENCE_MS_RANGE: Final = (100, 5_000)
 VAD_THRESHOLD_RANGE: Final = (0.1, 0.9)
-MIN_WORDS_TO_INTERRUPT_RANGE: Final = (1, 10)
 MAX_PRONUNCIATIONS: Final = 100
 MAX_WORD: Final = 100
 MAX_PRONUNCIATION: Final = 200
@@ -80,9 +77,6 @@ def check_delivery(delivery: Delivery) -> None:
     low, high = VAD_THRESHOLD_RANGE
     if threshold is not None and not low <= threshold <= high:
         errors["vad_threshold"] = f"must be from {low} to {high}, or null"
-    low_words, high_words = MIN_WORDS_TO_INTERRUPT_RANGE
-    if not low_words <= delivery.min_words_to_interrupt <= high_words:
-        errors["min_words_to_interrupt"] = f"must be from {low_words} to {high_words}"
     entries = delivery.pronunciation_dictionary
     if len(entries) > MAX_PRONUNCIATIONS:
         errors["pronunciation_dictionary"] = f"must have at most {MAX_PRONUNCIATIONS} entries"

@@ -82,6 +82,8 @@ def agent_delivery_json(agent: Agent) -> JsonObject:
         "default_language": agent.language,  # section 4's `language` (API.md section 18)
         "additional_languages": list(agent.additional_languages),
         "multilingual_mode": agent.multilingual_mode or "auto",  # null stored: `auto`
+        # Any speech interrupts a reply, until issue #42:
+        "min_words_to_interrupt": 1,
         "intelligence_level": None,  # the model is the one Parley was started with
     }
 

@@ -153,7 +153,6 @@ class Configure(_Frame):
     default_language: LanguageTag | None = None
     additional_languages: Annotated[list[LanguageTag], Field(max_length=100)] | None = None
     multilingual_mode: Literal["auto", "initial", "request"] | None = None
-    min_words_to_interrupt: int | None = None
 
 
 class ResetOptions(Configure):
@@ -302,8 +301,8 @@ def server_message(message: codec.Outbound) -> dict[str, Any] | None:
             }
         case codec.ToolCallProcessed():
             return tool_call_processed_message(message)
-        case codec.Closing() | engine.AssistantPaused() | engine.AssistantResumed():
-            return None  # a pause over speech is no frame: the socket just gets no audio
+        case codec.Closing():
+            return None
     return event_message(message)
 
 

@@ -98,15 +98,9 @@ _DELIVERY = (
     "timezone",
     "vad_min_silence_duration_ms",
     "vad_threshold",
-    "min_words_to_interrupt",
 )
 _NOT_NULL = frozenset(
-    {
-        "generate_welcome_message",
-        "is_welcome_message_interruptible",
-        "audio_speed",
-        "min_words_to_interrupt",
-    }
+    {"generate_welcome_message", "is_welcome_message_interruptible", "audio_speed"}
 )
 
 

@@ -14,12 +14,8 @@ Rules:
   played); `playback_pending` holds until the last comes back, so a goodbye is heard; the
   echo of the mark after a reply's timed first audio is `Mark(first_audio=True)` (the
   reply's `played_ms`, API.md section 18);
-- speech over the agent: the engine's AssistantPaused while audio is unplayed sends `clear`
-  (the onset is 96 ms of speech); if it resumes (AssistantResumed: noise, a backchannel, too
-  few words), the rest of the reply is sent again from where the carrier stopped (the
-  reply's audio is kept until it ends); if the reply is interrupted, the rest is dropped.
-  `user_started_speaking` while audio is unplayed sends `clear` too (a barge-in the engine
-  did not pause for);
+- barge-in: the engine's `user_started_speaking` while audio is unplayed sends `clear` (the
+  onset is 96 ms of speech), and the rest of the interrupted reply is dropped;
 - the assistant's keys (`keypad_input`: engine.KeypadPressed) go out as DTMF tones in
   `media` frames, after the audio before them (engine/dtmf.py);
 - keys are gathered until `#` (not kept) or a 2 s pause into one `Dtmf` entry; a key pressed
@@ -141,7 +137,6 @@ class TwilioCodec:
         self._pending_audio = b""  # less than a frame, waiting for the next chunk
         self._speaking = False  # between the engine's start and end of a response
         self._dropping = False  # the reply was cleared: drop the rest of its audio
-        self._reply_audio = bytearray()  # the reply's audio sent, to send again on resume
         self._digits = ""
         self._last_key = 0.0
         self._allowance = FLOOD_BURST
@@ -262,13 +257,8 @@ class TwilioCodec:
         match message:
             case engine.AssistantStartedSpeaking():
                 self._speaking, self._dropping = True, False
-                self._reply_audio.clear()
                 self._playback.start_reply()
                 return []
-            case engine.AssistantPaused() if self._speaking or self._playback.pending:
-                return [] if self._dropping else self._clear()
-            case engine.AssistantResumed() if self._dropping:
-                return self._resume()
             case engine.AudioChunk(audio=audio, text=text, turn=turn):
                 if self._dropping:
                     return []
@@ -278,12 +268,11 @@ class TwilioCodec:
                 return [] if self._dropping else self._audio(_keypad_audio(digits), "")
             case engine.AssistantFinishedSpeaking():
                 self._speaking = False
-                self._reply_audio.clear()
                 frames = self._audio(b"", "", flush=True)
                 self._playback.end_reply()
                 return [*frames, self._mark("reply")]
             case engine.UserStartedSpeaking() if self._speaking or self._playback.pending:
-                return [] if self._dropping else self._clear()
+                return self._clear()
             case engine.InterruptedResponse():  # a key pressed: not cleared yet
                 self._speaking = False
                 return [] if self._dropping else self._clear()
@@ -310,10 +299,8 @@ class TwilioCodec:
             frames.append(self._mark("audio"))
         return frames
 
-    def _media_frame(self, payload: bytes, *, again: bool = False) -> str:
+    def _media_frame(self, payload: bytes) -> str:
         self._playback.audio_sent(len(payload))
-        if self._speaking and not again:
-            self._reply_audio += payload
         media = {"payload": base64.b64encode(payload).decode("ascii")}
         return _dump({"event": "media", "streamSid": self._sid, "media": media})
 
@@ -322,17 +309,6 @@ class TwilioCodec:
         if self._timed:
             self._timed, self._timed_mark = False, name
         return _dump({"event": "mark", "streamSid": self._sid, "mark": {"name": name}})
-
-    def _resume(self) -> list[codec.Frame]:
-        """The paused reply goes on: what the carrier dropped of it, sent again."""
-        self._dropping = False
-        played = self._playback.resume()
-        rest = bytes(self._reply_audio[round(played / FRAME_BYTES) * FRAME_BYTES :])
-        frames = [
-            self._media_frame(rest[start : start + FRAME_BYTES], again=True)
-            for start in range(0, len(rest) - len(rest) % FRAME_BYTES, FRAME_BYTES)
-        ]
-        return [*frames, self._mark("audio")] if frames else []
 
     def _clear(self) -> list[codec.Frame]:
         self._dropping = True

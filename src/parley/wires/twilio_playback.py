@@ -11,9 +11,6 @@ marks still waiting at once. So:
   known to the nearest 20 ms frame;
 - marks echoed for cleared audio do not count: a `clear` freezes the position played, and
   the marks then in flight are forgotten;
-- a reply paused by speech over it (engine.AssistantPaused) is cleared the same way; when it
-  resumes, the rest is sent again from the position played (`resume`), so the reply's own
-  positions (its sentences', what was heard) skip the audio the carrier dropped;
 - an interrupted reply was heard up to that position: the sentences played through, and of
   the sentence playing, the share of its words its played frames cover (cut at a word); for
   a sentence not yet sent in full (its length unknown), the engine's share of it, scaled by
@@ -43,18 +40,6 @@ class _Reply:
     """The position after its last byte, once all of it was sent."""
     played_at_clear: int | None = None
     cleared_at: float | None = None
-    start: int = 0
-    """The reply's first byte, in the reply's positions."""
-    shifts: list[tuple[int, int]] = field(default_factory=list)
-    """(stream position, bytes to subtract from it and later ones): audio sent again."""
-
-    def position(self, stream: int) -> int:
-        """A stream position as the reply's own: the audio dropped and sent again once."""
-        shift = 0
-        for since, by in self.shifts:
-            if stream >= since:
-                shift = by
-        return stream - shift
 
 
 class Playback:
@@ -80,9 +65,7 @@ class Playback:
 
     def audio_sent(self, size: int) -> None:
         """Record `size` bytes of audio sent."""
-        if not self._in_flight and self.played() >= self._sent:
-            # the carrier has played everything: playback starts now (not again at each
-            # frame before the next mark: those wait behind this one)
+        if not self._in_flight:  # the carrier has played everything: playback starts now
             self._anchor = (self._sent, self._clock.monotonic())
         self._sent += size
 
@@ -118,7 +101,7 @@ class Playback:
     def clear(self) -> None:
         """The carrier was told to drop what it holds: freeze what the reply had played."""
         if self._reply.played_at_clear is None:
-            self._reply.played_at_clear = self._reply.position(self.played())
+            self._reply.played_at_clear = self.played()
             self._reply.cleared_at = self._clock.monotonic()
         if len(self._forgotten) > MAX_FORGOTTEN_MARKS:
             self._forgotten.clear()
@@ -128,38 +111,21 @@ class Playback:
     # --- the reply being spoken ----------------------------------------------------------
 
     def start_reply(self) -> None:
-        self._reply = _Reply(start=self._sent)
+        self._reply = _Reply()
 
     def sentence(self, text: str, at: int) -> None:
         """A sentence begins at position `at` of the stream."""
-        self._reply.sentences.append((text, self._reply.position(at)))
+        self._reply.sentences.append((text, at))
         self._reply.last_sentence_at = self._clock.monotonic()
 
     def end_reply(self) -> None:
-        self._reply.end = self._reply.position(self._sent)
-
-    def resume(self) -> int:
-        """The paused reply goes on: return how many of its bytes (from its first) the
-        carrier played, the rest to be sent again from the next byte sent."""
-        reply = self._reply
-        played = reply.played_at_clear
-        if played is None:
-            return self._reply.position(self._sent) - reply.start  # never cleared
-        reply.shifts.append((self._sent, self._sent - played))
-        if reply.cleared_at is not None:  # the pause is no time the sentence played
-            reply.last_sentence_at += self._clock.monotonic() - reply.cleared_at
-        reply.played_at_clear = reply.cleared_at = None
-        return played - reply.start
+        self._reply.end = self._sent
 
     def heard(self, said: str) -> str:
         """What was played of the current reply, as a word prefix of `said` (the engine's
         view, never exceeded); see the module doc."""
         reply = self._reply
-        played = (
-            reply.played_at_clear
-            if reply.played_at_clear is not None
-            else reply.position(self.played())
-        )
+        played = reply.played_at_clear if reply.played_at_clear is not None else self.played()
         said_words = said.split()
         count = 0
         sentences = reply.sentences

@@ -271,34 +271,6 @@ async def test_queue_runs_finals_before_partials_and_skips_partials_when_busy() 
     assert done[0].compute_seconds >= 0.2
 
 
-async def test_queue_probe_runs_after_finals_queued_later_never_skipped() -> None:
-    # A probe (speech over the agent, barge_in.py) never makes a turn's final wait.
-    queue = RecognitionQueue(max_pending=4)
-    order: list[str] = []
-
-    def work(name: str, seconds: float = 0.05) -> str:
-        time.sleep(seconds)
-        order.append(name)
-        return name
-
-    try:
-        first = asyncio.create_task(queue.run(lambda: work("first", 0.2)))
-        await asyncio.sleep(0.05)
-        probe = asyncio.create_task(queue.run(lambda: work("probe"), probe=True))
-        await asyncio.sleep(0.01)
-        final = asyncio.create_task(
-            queue.run_batched(lambda items: [work(i) for i in items], "final")
-        )
-        await asyncio.sleep(0.01)
-        skipped = await queue.run(lambda: work("partial"), partial=True)
-        done = [await first, await probe, await final]
-    finally:
-        queue.close()
-    assert skipped is None
-    assert order == ["first", "final", "probe"]
-    assert [timed.value for timed in done if timed] == ["first", "probe", "final"]
-
-
 async def test_queue_over_max_pending_finals_refused() -> None:
     queue = RecognitionQueue(max_pending=1)
     try:

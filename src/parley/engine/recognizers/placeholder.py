@@ -30,7 +30,6 @@ class PlaceholderRecognizer:
         prompt: str = "",  # noqa: ARG002 (no words to bias)
         words: bool = False,  # noqa: ARG002 (no words to time)
         languages: Sequence[str] = (),  # noqa: ARG002 (no words to tell a language by)
-        probe: bool = False,  # noqa: ARG002 (not incremental: never asked for one)
     ) -> Transcript | None:
         """Return "[speech N.N s]" for the utterance's speech duration."""
         if partial:

@@ -1,19 +1,12 @@
-"""The process's recognition queue: one worker thread, bounded, finals before probes before
-partials.
+"""The process's recognition queue: one worker thread, bounded, finals before partials.
 
 Every conversation of the process shares one recognizer model, and the model runs one
 decode at a time on all the cores it is given, which is the fastest way to finish each
-turn on a small machine. Decodes wait in this queue in three ranks:
-
-- finals (a turn's words, which a reply waits for) go first;
-- probes (speech over the agent, decoded to count its words: engine/barge_in.py) go after
-  every final, whenever it was queued, and are never skipped: a final never waits behind a
-  probe but the one already running (a probe is under a second or two of audio);
-- partials (an early look while the user is still speaking) are only run when nothing else
-  is waiting or running, so they never delay a final by more than the one already running.
-
-The queue holds at most `max_pending` finals; past that, RecognizerOverloaded. A caller
-drops a probe it no longer needs by cancelling it: a cancelled job never runs.
+turn on a small machine. Decodes wait in this queue: finals (a turn's words, which a reply
+waits for) go before partials (an early look while the user is still speaking), and a
+partial is only run when nothing else is waiting or running, so partials never delay a
+final by more than the one partial already running. The queue holds at most `max_pending`
+finals; past that, RecognizerOverloaded.
 
 Finals submitted with `run_batched` that wait together (same `batch` function, same `key`)
 run as one call of `batch` over all their items, at most `max_batch` of them: a batch of 4
@@ -42,7 +35,7 @@ from parley.engine.errors import RecognizerOverloaded
 T = TypeVar("T")
 I = TypeVar("I")  # noqa: E741 - an item of a batch
 
-_FINAL, _PROBE, _PARTIAL = 0, 1, 2
+_FINAL, _PARTIAL = 0, 1
 
 
 @dataclass(frozen=True)
@@ -92,14 +85,11 @@ class RecognitionQueue:
         """True while a decode runs or waits."""
         return self._running or bool(self._heap)
 
-    async def run(
-        self, work: Callable[[], T], *, partial: bool = False, probe: bool = False
-    ) -> Timed[T] | None:
-        """Run `work` in the worker thread, as a final, a `probe` (after every final) or a
-        `partial`; None when a partial is skipped (queue busy)."""
+    async def run(self, work: Callable[[], T], *, partial: bool = False) -> Timed[T] | None:
+        """Run `work` in the worker thread; None when a partial is skipped (queue busy)."""
         if partial and self.busy:
             return None
-        return await self._submit(_PARTIAL if partial else _PROBE if probe else _FINAL, work)
+        return await self._submit(_PARTIAL if partial else _FINAL, work)
 
     async def run_batched(
         self, batch: Callable[[list[I]], Sequence[T]], item: I, *, key: Hashable = None

@@ -185,15 +185,13 @@ class WhisperRecognizer:
         prompt: str = "",
         words: bool = False,
         languages: Sequence[str] = (),
-        probe: bool = False,
     ) -> Transcript | None:
         """Decode one utterance at 16 kHz; None when a partial was skipped (queue busy).
 
         `prompt` (the agent's keywords) is given to Whisper as its initial prompt, the text
         it takes as what came before, which makes those spellings likelier. `words` (a final
         only) times the words too (`Transcript.words`). `languages` (a final only): decode
-        in the one of them Whisper finds likeliest, and report it. A `probe` is decoded as
-        a final, alone, after every final waiting (the queue's rank for it).
+        in the one of them Whisper finds likeliest, and report it.
         """
         if self._model is None:
             await self.warm_up()
@@ -204,13 +202,11 @@ class WhisperRecognizer:
             prompt,
             final=not partial,
             words=words,
-            candidates=tuple(languages) if not (partial or probe) else (),
+            candidates=tuple(languages) if not partial else (),
         )
         timed: Timed[_Decoded] | None
-        if partial or probe:
-            timed = await self._queue.run(
-                lambda: self._decode_many([request])[0], partial=partial, probe=probe
-            )
+        if partial:
+            timed = await self._queue.run(lambda: self._decode_many([request])[0], partial=True)
             if timed is None:
                 return None
         else:  # finals that wait together are decoded together (`batch_key`)

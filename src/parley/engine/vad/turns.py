@@ -115,16 +115,6 @@ class TurnDetector:
         """True in a turn after PAUSED and before RESUMED or FINISHED."""
         return self._paused
 
-    @property
-    def speech_seconds(self) -> float:
-        """The speech of the turn in progress so far."""
-        return self._speech * self._window
-
-    @property
-    def silence_seconds(self) -> float:
-        """In a turn, the silence since its last speech (0 outside one)."""
-        return self._run * self._window if self._in_turn else 0.0
-
     def process(self, probabilities: list[float]) -> list[VadEvent]:
         """Take the next windows' probabilities; return the transitions they complete."""
         events: list[VadEvent] = []

@@ -119,7 +119,6 @@ class Setup:
             ),
             vad_threshold=delivery.vad_threshold,
             end_silence_ms=delivery.vad_min_silence_duration_ms,
-            min_words_to_interrupt=delivery.min_words_to_interrupt,
         )
 
 
