@@ -28,7 +28,7 @@ def chat() -> Iterator[ChatServer]:
 @pytest.fixture
 def settings(settings_factory: Any, chat: ChatServer) -> Settings:
     built: Settings = settings_factory(
-        llm_base_url=chat.base_url, llm_model="judge", llm_timeout_seconds=0.5
+        llm_base_url=chat.base_url, llm_model="judge", llm_timeout_seconds=1
     )
     return built
 
@@ -157,7 +157,7 @@ async def test_evaluation_model_silent_503_nothing_stored(
     tenant: Tenant, ctx: Context, make_agent: MakeAgent, chat: ChatServer
 ) -> None:
     prompt, conversation = await judged(tenant, ctx, make_agent)
-    chat.script.delay_s = 3.0
+    chat.script.delay_s = 5.0  # past three times the 1 s setting (a whole answer's time)
     assert_error(await evaluate(tenant, conversation, prompt["id"]), 503, "service_unavailable")
     listed = (await tenant.client.get(f"/v1/conversations/{conversation}/evals")).json()
     assert listed["evals"] == []

@@ -38,7 +38,7 @@ def chat() -> Iterator[ChatServer]:
 @pytest.fixture
 def settings(settings_factory: Any, chat: ChatServer) -> Settings:
     built: Settings = settings_factory(
-        llm_base_url=chat.base_url, llm_model="extractor", llm_timeout_seconds=0.5
+        llm_base_url=chat.base_url, llm_model="extractor", llm_timeout_seconds=1
     )
     return built
 
@@ -231,7 +231,7 @@ async def test_extraction_model_silent_503(
     tenant: Tenant, ctx: Context, make_agent: MakeAgent, chat: ChatServer
 ) -> None:
     schema_id, conversation = await extraction_of(tenant, ctx, make_agent)
-    chat.script.delay_s = 3.0  # past three times the 0.5 s setting
+    chat.script.delay_s = 5.0  # past three times the 1 s setting (a whole answer's time)
     assert_error(await extract(tenant, conversation, schema_id), 503, "service_unavailable")
     assert len(chat.requests) == 1  # no retry on a model that does not answer
 
