@@ -144,9 +144,9 @@ async def test_claim_lease_ran_out_claims_again(ctx: Context, receiver: WebhookR
     org = (await make_org(ctx)).org
     await make_webhook(ctx, org.id, receiver.url(), ["agent.created"])
     await one_event(ctx, org.id)
-    (claimed,) = await claim(ctx, limit=10, lease_s=0.2)
+    (claimed,) = await claim(ctx, limit=10, lease_s=2.0)  # long enough for a loaded claim
     assert await claim(ctx, limit=10) == []
-    await asyncio.sleep(0.3)  # the claimer "died": its lease ends
+    await asyncio.sleep(2.1)  # the claimer "died": its lease ends
     (again,) = await claim(ctx, limit=10)
     assert again.id == claimed.id
 
