@@ -14,7 +14,7 @@ from parley.errors import ValidationFailed
 from parley.records import OPERATOR, Agent, AgentPatch
 from parley.services import Context, agents
 from parley.services.live import codec
-from parley.services.live.silence import SilenceTimer, settings_for
+from parley.services.live.silence import POKE_START_LIMIT_S, SilenceTimer, settings_for
 from parley.services.silence import DEFAULT_POKE_TEXT, SilenceSettings
 from tests.factories import make_agent, unique_name
 from tests.services.test_endings import ended_once, listening_org
@@ -124,6 +124,40 @@ def test_end_counted_from_the_end_of_the_poke() -> None:
     assert silence.due(clock.now + 8) == "end"
 
 
+def test_end_waits_for_a_queued_poke_to_be_spoken() -> None:
+    """A poke whose speech starts late (a loaded machine's synthesis) is still heard before
+    the end: the count holds from the poke's queueing until its speech has ended."""
+    silence, clock = timer(poke=1, end=2)
+    clock.now += 1
+    silence.poking()
+    clock.now += 5  # queued, not yet speaking
+    assert silence.due(clock.now) is None
+    spoke(silence, clock, 1)
+    assert silence.due(clock.now + 1.9) is None
+    assert silence.due(clock.now + 2) == "end"
+
+
+def test_poke_that_never_starts_speaking_counts_as_said_after_its_limit() -> None:
+    silence, clock = timer(poke=1, end=2)
+    clock.now += 1
+    silence.poking()
+    assert silence.next_at() == clock.now + POKE_START_LIMIT_S
+    assert silence.due(clock.now + POKE_START_LIMIT_S - 0.1) is None
+    clock.now += POKE_START_LIMIT_S
+    assert silence.due(clock.now) is None  # the count starts now, once
+    assert silence.due(clock.now + 2) == "end"
+
+
+def test_poke_refused_by_the_engine_counts_on_from_then() -> None:
+    silence, clock = timer(poke=1, end=2)
+    clock.now += 1
+    silence.poking()
+    clock.now += 0.5
+    silence.poke_refused()
+    assert silence.due(clock.now + 1.9) is None  # said once: no second poke
+    assert silence.due(clock.now + 2) == "end"
+
+
 def test_end_before_poke_when_shorter() -> None:
     silence, clock = timer(poke=30, end=10)
     assert silence.due(clock.now + 10) == "end"
@@ -156,8 +190,9 @@ async def test_reconfigured_from_off_to_on_the_timer_starts_counting() -> None:
     silence, clock = timer(poke=None, end=None)
     pokes: list[str] = []
 
-    async def poke(text: str) -> None:
+    async def poke(text: str) -> bool:
         pokes.append(text)
+        return True
 
     running = asyncio.create_task(silence.run(poke))
     await asyncio.sleep(0.02)
@@ -246,6 +281,14 @@ async def test_poke_said_through_the_engine_once(ctx: Context) -> None:
     async with start_sessions(ctx) as start:
         live = await start(org=org)
         await live.configure(no_input_poke_sec=1, no_input_end_conversation_sec=2)
+        recorded = live.engine.say
+
+        async def spoken(text: str) -> None:  # the poke spoken at once, as an engine would
+            await recorded(text)
+            live.engine.push(engine.AssistantStartedSpeaking())
+            live.engine.push(engine.AssistantFinishedSpeaking())
+
+        live.engine.say = spoken  # type: ignore[method-assign]
         await asyncio.wait_for(live.task, 6)  # the poke at 1 s, the end 2 s after it
         assert live.socket.closed == (1000, "conversation ended")
         assert live.engine.calls == [("say", DEFAULT_POKE_TEXT)]

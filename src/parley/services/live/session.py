@@ -298,11 +298,13 @@ class LiveSession:
         if silence is None or live is None:
             return
 
-        async def poke(text: str) -> None:
+        async def poke(text: str) -> bool:
             try:
                 await live.say(text)
             except engine.TooManyPendingResponses:  # the agent has plenty to say already
                 log.info("the silence poke was not queued: responses are waiting")
+                return False
+            return True
 
         silence.start()
         try:

@@ -4,8 +4,10 @@ The count runs while no one speaks: it starts when the conversation is ready, an
 the end of each speech, the agent's (on a wire that acknowledges playback, once the last
 audio was played) or the user's. The user speaking (or typing, or pressing keys) starts a
 new silence: its poke may be spoken again. After `poke_sec` the agent speaks the poke, once
-per silence; the poke is the agent's speech, so the end's count starts again at its end.
-After `end_sec` the conversation ends (the session ends it: `endings.SILENCE_LIMIT`).
+per silence; the poke is the agent's speech, so the end's count holds from the moment it is
+queued and starts again at its end (a poke that never starts speaking, `POKE_START_LIMIT_S`
+after it was queued, counts as said then). After `end_sec` the conversation ends (the
+session ends it: `endings.SILENCE_LIMIT`).
 
 `SilenceTimer` is a state machine fed events and read against a monotonic time, so its
 rules are tested without waiting; `run` is its one task, which sleeps until the next
@@ -27,6 +29,10 @@ from parley.services.silence import SilenceSettings, check_silence
 Due = Literal["poke", "end"]
 T = TypeVar("T")
 
+POKE_START_LIMIT_S = 10.0
+"""How long a queued poke may take to start speaking before the count goes on without it
+(its synthesis failed, or the engine dropped it): a conversation never waits forever."""
+
 
 class SilenceTimer:
     """Counts the silence of one conversation (see the module doc)."""
@@ -47,6 +53,8 @@ class SilenceTimer:
         self._user_speaking = False
         self._awaiting_playback = False
         self._poked = False
+        self._poke_queued_at: float | None = None
+        """When the poke was queued, until it starts speaking (the count holds meanwhile)."""
         self._changed = asyncio.Event()
 
     def start(self) -> None:
@@ -58,6 +66,7 @@ class SilenceTimer:
         match event:
             case engine.AssistantStartedSpeaking():
                 self._assistant_speaking, self._awaiting_playback = True, False
+                self._poke_queued_at = None
                 self._hold()
             case engine.AssistantFinishedSpeaking() | engine.InterruptedResponse():
                 self._assistant_speaking = False
@@ -67,7 +76,7 @@ class SilenceTimer:
                 else:
                     self._quiet()
             case engine.UserStartedSpeaking():
-                self._user_speaking, self._poked = True, False
+                self._user_speaking, self._poked, self._poke_queued_at = True, False, None
                 self._hold()
             case engine.UserFinishedSpeaking():
                 self._user_speaking = False
@@ -87,11 +96,12 @@ class SilenceTimer:
 
     def user_acted(self) -> None:
         """The user typed or pressed keys: a new silence, counted from now."""
-        self._poked = False
+        self._poked, self._poke_queued_at = False, None
         self._quiet()
 
     def due(self, now: float) -> Due | None:
         """What is due at `now`: the end first (it ends everything), else the poke."""
+        self._lapse_poke(now)
         if self._since is None:
             return None
         end_sec, poke_sec = self.settings.end_sec, self.settings.poke_sec
@@ -103,6 +113,8 @@ class SilenceTimer:
 
     def next_at(self) -> float | None:
         """The monotonic time of the next deadline; None while nothing counts."""
+        if self._poke_queued_at is not None:
+            return self._poke_queued_at + POKE_START_LIMIT_S
         if self._since is None:
             return None
         deadlines = [
@@ -117,12 +129,24 @@ class SilenceTimer:
 
     def poking(self) -> None:
         """The poke is being spoken: once per silence, and the count restarts (its end
-        restarts it again)."""
+        restarts it, when it was played)."""
         self._poked = True
-        self._since = self._clock.monotonic()
+        self._poke_queued_at = self._clock.monotonic()
+        self._hold()
 
-    async def run(self, poke: Callable[[str], Awaitable[None]]) -> None:
-        """Speak the poke when due; return once the silence limit is reached."""
+    def poke_refused(self) -> None:
+        """The engine could not queue the poke: the count goes on from now."""
+        self._poke_queued_at = None
+        self._quiet()
+
+    def _lapse_poke(self, now: float) -> None:
+        if self._poke_queued_at is not None and now >= self._poke_queued_at + POKE_START_LIMIT_S:
+            self._poke_queued_at = None
+            self._quiet()
+
+    async def run(self, poke: Callable[[str], Awaitable[bool]]) -> None:
+        """Speak the poke when due (`poke` says whether it was queued); return once the
+        silence limit is reached."""
         while not self.settings.active:  # nothing to count: wait for a reset, or cancellation
             self._changed.clear()
             await self._changed.wait()
@@ -134,7 +158,8 @@ class SilenceTimer:
                     return
                 case "poke":
                     self.poking()
-                    await poke(self.settings.poke_text)
+                    if not await poke(self.settings.poke_text):
+                        self.poke_refused()
                     continue
             at = self.next_at()
             try:
@@ -143,7 +168,8 @@ class SilenceTimer:
                 pass
 
     def _quiet(self) -> None:
-        if not (self._assistant_speaking or self._user_speaking or self._awaiting_playback):
+        busy = self._assistant_speaking or self._user_speaking or self._awaiting_playback
+        if not (busy or self._poke_queued_at is not None):
             self._since = self._clock.monotonic()
             self._changed.set()
 
