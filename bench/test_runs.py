@@ -47,6 +47,8 @@ LINES = [
     ["I need to cancel a table.", "It was for tomorrow night.", "Sorry for the trouble."],
 ]
 GOAL_RATIO = 1.5
+STAGES = ("endpointing_ms", "transcription_ms", "model_first_token_ms", "speech_first_audio_ms")
+"""A reply's stages (API.md section 18), each from the end of the caller's speech."""
 
 
 def scenarios(count: int) -> list[dict[str, Any]]:
@@ -79,8 +81,12 @@ async def audio_seconds(made: list[dict[str, Any]]) -> float:
     return total / 2 / 16_000
 
 
-def run_once(http: httpx.Client) -> tuple[float, float, dict[str, bool]]:
-    """Queue a run of every scenario and wait: (server seconds, wall seconds, outcomes)."""
+def run_once(
+    http: httpx.Client, latencies: list[int], stages: dict[str, list[int]]
+) -> tuple[float, float, dict[str, bool]]:
+    """Queue a run of every scenario and wait: (server seconds, wall seconds, outcomes);
+    add each reply's latency (end of the caller's speech to the first audio) to
+    `latencies`, and its stages' times to `stages`."""
     started = time.perf_counter()
     queued = http.post("/v1/projects/main/test_runs", json={})
     queued.raise_for_status()
@@ -94,6 +100,12 @@ def run_once(http: httpx.Client) -> tuple[float, float, dict[str, bool]]:
     served = (
         datetime.fromisoformat(run["ended_at"]) - datetime.fromisoformat(run["started_at"])
     ).total_seconds()
+    latencies.extend(ms for result in run["results"] for ms in result["latencies_ms"] or ())
+    for result in run["results"]:
+        found = http.get(f"/v1/conversations/{result['conversation_id']}").json()
+        for turn in found["conversation"]["analysis"]["turns"]:
+            for stage in STAGES:
+                stages.setdefault(stage, []).append(turn[stage])
     return served, wall, {result["scenario"]: result["passed"] for result in run["results"]}
 
 
@@ -111,6 +123,8 @@ def main() -> None:
     designed = {body["name"]: index % 2 == 0 for index, body in enumerate(made)}
     outcomes: list[dict[str, bool]] = []
     times: list[float] = []
+    latencies: list[int] = []
+    stages: dict[str, list[int]] = {}
     with tempfile.TemporaryDirectory() as directory:
         server = ServeProcess(Path(directory), PARLEY_STT="whisper")
         server.start()
@@ -123,7 +137,7 @@ def main() -> None:
                 heading = f"{'run':>4} {'run s':>7} {'wall s':>7} {'ratio':>6} {'passed':>7}"
                 print(f"{heading}  not as designed")
                 for index in range(args.repeats):
-                    served, wall, outcome = run_once(http)
+                    served, wall, outcome = run_once(http, latencies, stages)
                     times.append(served)
                     outcomes.append(outcome)
                     passed = f"{sum(outcome.values())}/{len(outcome)}"
@@ -133,6 +147,13 @@ def main() -> None:
         finally:
             server.ensure_stopped()
     median, longest = statistics.median(times), max(times)
+    if latencies:
+        cuts = statistics.quantiles(latencies, n=20)
+        print(f"replies: {len(latencies)}, end of speech to first audio p50 "
+              f"{statistics.median(latencies):.0f} ms, p95 {cuts[18]:.0f} ms")  # fmt: skip
+        print("  stages, p50 ms: " + ", ".join(
+            f"{stage} {statistics.median(values):.0f}" for stage, values in stages.items()
+        ))  # fmt: skip
     print(f"median run {median:.1f} s, max {longest:.1f} s: median ratio "
           f"{median / budget:.2f}, max {longest / budget:.2f} (goal <= {GOAL_RATIO})")  # fmt: skip
     flaky = sorted(

@@ -153,6 +153,22 @@ async def test_engine_goodbye_ends_conversation(
 
 
 @pytest.mark.anyio
+async def test_engine_unpaced_session_sends_its_audio_as_fast_as_it_is_made(
+    tone_synthesizer: Synthesizer, config: SessionConfig
+) -> None:
+    """A test run's caller plays nothing (`SessionConfig.paced` False): a 6 s reply goes
+    out whole long before 6 s, on an engine that paces everyone else."""
+    paced = EngineSettings(playback_lead_s=0.05)
+    unpaced = dataclasses.replace(config, paced=False)
+    async with running(tone_synthesizer, unpaced, paced) as (engine, recorder):
+        start = anyio.current_time()
+        await engine.say(" ".join(["word"] * 100))  # 6 s of tone
+        await recorder.wait_for(AssistantFinishedSpeaking)
+        elapsed = anyio.current_time() - start
+    assert elapsed < 2.0
+
+
+@pytest.mark.anyio
 async def test_engine_user_speaks_over_assistant_response_interrupted(
     tone_synthesizer: Synthesizer, config: SessionConfig
 ) -> None:

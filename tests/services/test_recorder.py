@@ -75,6 +75,51 @@ def test_recorder_agent_chunks_sent_ahead_follow_each_other_as_played() -> None:
     assert abs(end - 1.02) < 0.01
 
 
+def test_recorder_unpaced_agent_reply_heard_whole_before_the_callers_next_frames() -> None:
+    """A test run's caller gets the reply unpaced (a 3 s reply in an instant) and speaks
+    1 s later by the clock: the recording has the reply whole, then the caller's frames,
+    and the agent's next reply after them, as a person would have had the call."""
+    clock = Clock()
+    fmt = AudioFormat.PCM_16000
+    recorder = Recorder(fmt, fmt, clock, paced=False)
+    silence, speech = tone(fmt, 0.02, 0.0), tone(fmt, 0.02)
+    for _ in range(50):  # the caller's first line: 1 s
+        clock.now += 0.02
+        recorder.heard(speech)
+    recorder.observe(engine.AudioChunk(audio=tone(fmt, 3.0), text="A long reply."))
+    for n in range(100):  # 2 s by the clock: 1 s of quiet, then the caller's next line
+        clock.now += 0.02
+        recorder.heard(speech if n >= 50 else silence)
+    recorder.observe(engine.AudioChunk(audio=tone(fmt, 0.5, 0.25), text="Yes."))
+    rate, left, right = rendered(recorder)
+    loud_left = np.flatnonzero(np.abs(left) > 328) / rate
+    first_reply = np.flatnonzero(np.abs(right) > 9000) / rate  # the 0.5-level reply
+    second_reply = np.flatnonzero((np.abs(right) > 328) & (np.abs(right) < 9000)) / rate
+    assert abs(loud_left[0] - 0.0) < 0.03
+    assert abs(first_reply[0] - 1.0) < 0.03
+    assert abs(first_reply[-1] - 4.0) < 0.03  # the reply whole
+    next_line = loud_left[loud_left > 1.5]
+    assert abs(next_line[0] - 5.0) < 0.03  # 1 s of quiet after the reply, not 1 s after it came
+    assert abs(next_line[-1] - 6.0) < 0.03
+    assert abs(second_reply[0] - 6.0) < 0.03
+    assert abs(second_reply[-1] - 6.5) < 0.03
+
+
+def test_recorder_paced_caller_speaking_over_the_agent_stays_where_it_was() -> None:
+    clock = Clock()
+    fmt = AudioFormat.PCM_16000
+    recorder = Recorder(fmt, fmt, clock)
+    recorder.heard(tone(fmt, 0.02, 0.0))
+    recorder.observe(engine.AudioChunk(audio=tone(fmt, 3.0), text="A long reply."))
+    for _ in range(50):  # the caller speaks over it at once: a barge-in, kept where it was
+        clock.now += 0.02
+        recorder.heard(tone(fmt, 0.02, 0.25))
+    rate, left, _right = rendered(recorder)
+    start, end = sounding(left, rate)
+    assert start < 0.05
+    assert abs(end - 1.02) < 0.03
+
+
 def test_recorder_barge_in_cuts_what_was_sent_but_not_played() -> None:
     clock = Clock()
     recorder = Recorder(AudioFormat.PCM_16000, AudioFormat.PCM_16000, clock)

@@ -5,14 +5,20 @@ server's own `/v1/sts/ws`, as a person's browser would be, or of
 It sends the opening (the `config`; or `connected` and a `start` carrying the stream
 token), then 20 ms audio frames at real-time pace the whole call: the caller's words when it
 has some to say, silence otherwise, as a microphone (or the carrier) does. It waits for the
+agent's welcome when it may have one (`Call.welcome_expected`), and after its words for the
 agent to finish speaking, then `QUIET_SECONDS` without another reply starting, before the
 caller's next words; when the caller has none left it hangs up (closes the socket; on the
 phone path after a `stop`), unless the agent ended the conversation first.
 
 How the agent is heard: on the conversation socket from `assistant_started_speaking` /
-`assistant_finished_speaking` (and the words of each `audio_chunk`); on the phone path by
-playing the `media` frames in real time, echoing each `mark` once the audio before it has
-played (and at once for those a `clear` drops), as Twilio does.
+`assistant_finished_speaking` (and the words of each `audio_chunk`); on the phone path from
+the `media` frames to the mark the server sends at a reply's end (`REPLY_MARK`), echoing
+each `mark` once the audio before it has been taken (and at once for those a `clear` drops),
+as Twilio does once it has played it. The server sends a test
+run's conversation the agent's audio unpaced (engine `SessionConfig.paced`), and the caller
+takes it as it comes: nothing plays it, so a run waits on the agent's thinking and the
+caller's own real-time words, never on the agent's speaking time (the recording still lays
+the reply out whole before the caller's next words: services/live/recorder.py).
 """
 
 from __future__ import annotations
@@ -28,10 +34,13 @@ from typing import Any, Final
 import websockets
 
 from parley.services.scenario_caller import Call
+from parley.wires.twilio_codec import REPLY_MARK
 
 CHUNK_MS: Final = 20
-QUIET_SECONDS: Final = 0.8
-"""The agent is done once it has been silent this long after a reply (it may say more)."""
+QUIET_SECONDS: Final = 0.3
+"""The agent is done once it has been silent this long after a reply (it may say more: a
+second reply queued, an asynchronous tool's answer): about the gap a person leaves before
+taking the turn."""
 REPLY_SECONDS: Final = 45.0
 """How long the caller waits for a reply to end after its words before speaking again."""
 SOCKET_CHUNK: Final = 640
@@ -98,7 +107,7 @@ class _ParleyWire:
         listening.changed.set()
 
     async def play(self) -> None:
-        """Nothing to play: the server paces its audio and says when it is done."""
+        """Nothing to play: the server says when the agent is done."""
         await asyncio.Event().wait()
 
     async def hang_up(self) -> None:
@@ -156,11 +165,13 @@ class _TwilioWire:
             self.queue.append(base64.b64decode(message["media"]["payload"]))
         elif event == "mark":
             self.queue.append(str(message["mark"]["name"]))
-        elif event == "clear":
+        elif event == "clear":  # a barge-in: what is left of the reply is not heard
             marks = [item for item in self.queue if isinstance(item, str)]
             self.queue.clear()
             for name in marks:
                 self._echo(name)
+            if self.listening.speaking:
+                self.listening.finished()
         self.queued.set()
 
     def _echo(self, name: str) -> None:
@@ -173,23 +184,21 @@ class _TwilioWire:
         asyncio.get_running_loop().create_task(_send(self.socket, json.dumps(mark)))
 
     async def play(self) -> None:
-        """Play the agent's audio in real time; echo each mark when it is reached."""
-        loop = asyncio.get_running_loop()
+        """Take the agent's audio as it comes (unpaced: no one listens); echo each mark
+        when it is reached."""
         while True:
             if not self.queue:
-                if self.listening.speaking:
-                    self.listening.finished()
                 self.queued.clear()
                 await self.queued.wait()
                 continue
             item = self.queue.popleft()
             if isinstance(item, str):
                 self._echo(item)
+                if item.startswith(f"{REPLY_MARK}-") and self.listening.speaking:
+                    self.listening.finished()  # the reply's last audio was taken
                 continue
             if not self.listening.speaking:
                 self.listening.started()
-            started = loop.time()
-            await asyncio.sleep(max(0.0, len(item) / 8000 - (loop.time() - started)))
 
     async def hang_up(self) -> None:
         stop = {"accountSid": "AC" + "0" * 32, "callSid": self.call_sid}
@@ -227,7 +236,8 @@ async def _talk(
     ]
     try:
         await _first_of(listening.ready.wait(), reader)
-        await _until_quiet(listening, expecting=0, reader=reader)
+        if call.welcome_expected:
+            await _until_quiet(listening, expecting=0, reader=reader)
         while not listening.ended.is_set() and not reader.done():
             line = await call.caller.next_line(call.heard)
             if line is None:

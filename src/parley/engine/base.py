@@ -81,6 +81,11 @@ class SessionConfig:
     """The agent's welcome, pace, pronunciations, local time and turn settings."""
     languages: LanguageSettings = LanguageSettings()
     """The languages besides `language`, how the reply's is chosen, a voice for each."""
+    paced: bool = True
+    """Send the agent's audio at most the engine's lead ahead of playback (a person listens).
+    False: as fast as it is made, for a listener that does not play it (a test run's
+    scripted caller, API.md section 19: the run waits on the agent's thinking, not on its
+    speaking time)."""
 
 
 @dataclass(frozen=True)

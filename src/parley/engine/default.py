@@ -217,7 +217,7 @@ class DefaultEngine:
             voice=voice,
             output_format=config.output_format,
             chunk_ms=self._settings.output_chunk_ms,
-            lead_s=self._settings.playback_lead_s,
+            lead_s=self._settings.playback_lead_s if config.paced else None,
             clock=clock,
             emit=self._emit,
             speed=config.tuning.speed,

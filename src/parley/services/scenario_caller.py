@@ -18,6 +18,7 @@ from typing import Any, Final, Protocol
 
 from parley import engine
 from parley.errors import NoLanguageModel
+from parley.records import Agent
 from parley.services.context import LanguageModel
 from parley.services.voices import spoken_language
 
@@ -155,6 +156,10 @@ class Call:
     speak: Callable[[str], Awaitable[bytes]]
     """The caller's words as audio in the transport's format."""
     conversation_id: str
+    welcome_expected: bool = True
+    """The agent may speak first: the caller waits for its welcome, or for a moment of
+    quiet, before its first words. False: the agent has no welcome, the caller speaks at
+    once."""
     max_seconds: float = 300.0
     heard: list[tuple[str, str]] = field(default_factory=list)
     """What was said, (`agent` | `caller`, text): filled in by the Dialer."""
@@ -167,3 +172,13 @@ class Dialer(Protocol):
         """Open the socket, play the call out, hang up (or be hung up on); return when the
         socket is closed."""
         ...
+
+
+def may_greet(agent: Agent) -> bool:
+    """Whether the agent may speak first (the caller then waits for it): a welcome message,
+    one the model writes, or a configuration endpoint that may give one."""
+    return (
+        agent.welcome_message is not None
+        or agent.delivery.generate_welcome_message
+        or agent.configuration_endpoint is not None
+    )

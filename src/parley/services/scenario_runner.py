@@ -51,6 +51,7 @@ from parley.services.scenario_caller import (
     Speech,
     caller_of,
     caller_voice,
+    may_greet,
 )
 from parley.services.scenario_checks import (
     check_conversation,
@@ -202,6 +203,7 @@ class Runner:
             caller=caller,
             speak=self._speech(agent, SOCKET_FORMAT).render,
             conversation_id=made.id,
+            welcome_expected=may_greet(agent),
         )
 
     async def _phone_call(
@@ -231,6 +233,7 @@ class Runner:
             caller=_Transcribed(self._ctx, run.org_id, conversation_id, caller),
             speak=self._speech(agent, PHONE_FORMAT).render,
             conversation_id=conversation_id,
+            welcome_expected=may_greet(agent),
         )
 
     def _speech(self, agent: Agent, output_format: engine.AudioFormat) -> Speech:

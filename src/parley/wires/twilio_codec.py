@@ -46,6 +46,9 @@ from parley.wires.twilio_playback import Playback
 
 log = logging.getLogger(__name__)
 
+REPLY_MARK: Final = "reply"
+"""The kind of the mark sent when a reply has been sent whole (named `reply-N`): once it
+is echoed, the caller has heard the reply to its end."""
 FRAME_BYTES: Final = 160
 """20 ms of mu-law 8 kHz."""
 SILENCE: Final = b"\xff"
@@ -270,7 +273,7 @@ class TwilioCodec:
                 self._speaking = False
                 frames = self._audio(b"", "", flush=True)
                 self._playback.end_reply()
-                return [*frames, self._mark("reply")]
+                return [*frames, self._mark(REPLY_MARK)]
             case engine.UserStartedSpeaking() if self._speaking or self._playback.pending:
                 return self._clear()
             case engine.InterruptedResponse():  # a key pressed: not cleared yet

@@ -17,6 +17,13 @@ starts when it is sent (the engine paces its audio at most `playback_lead_s` ahe
 playback) or right after the chunk before it, whichever is later, which is when the listener
 hears it. A barge-in (`InterruptedResponse`) cuts what was sent but not yet played.
 
+A test run's caller gets the agent's audio unpaced (engine `SessionConfig.paced`): a reply
+arrives whole in a moment, and the caller's next frames come while it would still be
+playing. Such a recording (`paced=False`) is laid out as a person would have had the call:
+a user frame that would start before the end of the agent's audio placed so far starts at
+that end instead, and the time skipped is added to the clock of everything after, so the
+agent's reply is heard whole before the caller's next frames, and nothing overlaps.
+
 With redaction (API.md section 16) the recording holds a 1 kHz tone where personal data was
 said, and during the call that costs a list append too: the user's timed words (each
 InputText's `words`, in input-stream time) are kept, and an agent piece keeps the sentence it
@@ -71,9 +78,14 @@ class Recorder:
         clock: Callable[[], float],
         *,
         redact: bool = False,
+        paced: bool = True,
     ) -> None:
-        """`redact`: tone out what redaction replaces (see the module doc)."""
+        """`redact`: tone out what redaction replaces; `paced` False: the agent's audio was
+        sent unpaced (see the module doc)."""
         self._redact = redact
+        self._paced = paced
+        self._skipped = 0
+        """Samples added to the clock: the agent's unpaced audio the caller waited out."""
         self._said: list[Sequence[engine.Word]] = []
         """The user's timed words, one utterance each (kept with `redact` only)."""
         self._sentence = ""
@@ -109,6 +121,10 @@ class Recorder:
         start = self._user_end
         if now - self._user_origin - length - start > USER_GAP_SECONDS * self.sample_rate:
             start = now - self._user_origin - length
+        if not self._paced and (behind := self._agent_end - (start + self._user_origin)) > 0:
+            start += behind  # after the agent's reply, as if it had been played
+            self._skipped += behind
+            now += behind
         self._user.append(_Piece(start, data, length))
         self._user_end = start + length
         self._user_origin = min(self._user_origin, now - self._user_end)
@@ -189,7 +205,7 @@ class Recorder:
         now = self._clock()
         if self._began is None:
             self._began = now
-        return round((now - self._began) * self.sample_rate)
+        return round((now - self._began) * self.sample_rate) + self._skipped
 
     def _at_rate(self, samples: int) -> int:
         return round(samples * self.sample_rate / self._out.sample_rate)

@@ -561,10 +561,16 @@ class LiveSession:
         input_format = engine.AudioFormat.parse(event.input_format or agent.audio_format)
         output_format = engine.AudioFormat.parse(event.output_format or agent.audio_format)
         self._storage_policy_id = setup.storage_policy_id
+        # A test run's caller does not play the agent's audio: it gets it unpaced (API.md 19).
+        paced = conversation.test_run_id is None
         recording_kept = self._ctx.recordings is not None or setup.storage_policy_id is not None
         if recording_kept and not setup.retention.zero_data_retention:
             self._recorder = Recorder(
-                input_format, output_format, self._ctx.clock.monotonic, redact=setup.redact
+                input_format,
+                output_format,
+                self._ctx.clock.monotonic,
+                redact=setup.redact,
+                paced=paced,
             )
         chosen = setup.languages
         voice_id, languages = session_languages(
@@ -590,6 +596,7 @@ class LiveSession:
             # The recording's tone needs the times of the user's words (redaction).
             word_timings=self._recorder is not None and setup.redact,
             tuning=setup.tuning(),
+            paced=paced,
         )
         self._settings = settings_of(agent, event, setup)
         if event.wait_for_callee:
