@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from parley.clock import utcnow
+from parley.db.repos import jobs as job_repo
 from parley.recordings.directory import DirectoryStore
 from parley.records import OPERATOR, AgentPatch, RetentionPolicy
 from parley.services import (
@@ -22,7 +24,7 @@ from parley.services import (
     recordings,
     retention,
 )
-from tests.factories import make_agent, make_org
+from tests.factories import make_agent, make_org, unique_name
 from tests.services.test_live_session import MovableClock
 from tests.services.webhook_helpers import local_context
 
@@ -175,6 +177,35 @@ async def test_retention_sweep_two_instances_each_deletion_done_once(
         ]
         [report] = await audit.verify_chains(ctx, org_id=org_id)
         assert report.ok  # the sweep's events extend the hash chain like any other
+
+
+async def test_retention_job_row_created_by_two_instances_at_once_one_claims_no_conflict(
+    ctx: Context, database_url: str
+) -> None:
+    """The first claims of a job, on two instances at once, both find no row and insert it:
+    one holds the job, the other is told it is held (it was a Conflict, a CI run's
+    failure of the test above on PostgreSQL)."""
+    name, now = unique_name("job"), utcnow(ctx.clock)
+    first_selected = asyncio.Event()
+
+    async def first() -> bool:
+        async with ctx.db.transaction() as session:
+            held = await job_repo.claim(
+                session, name, holder="a", now=now, lease=retention.JOB_LEASE
+            )
+            first_selected.set()
+            await asyncio.sleep(0.3)  # the other looks for the row before this commits
+            return held
+
+    async def second(other: Context) -> bool:
+        await first_selected.wait()
+        async with other.db.transaction() as session:
+            return await job_repo.claim(
+                session, name, holder="b", now=now, lease=retention.JOB_LEASE
+            )
+
+    async with local_context(database_url, instance_id="other-instance") as other:
+        assert await asyncio.gather(first(), second(other)) == [True, False]
 
 
 async def test_retention_sweep_batch_of_one_organization_keeps_its_chain_whole(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from sqlalchemy import or_, select, update
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from parley.db.tables import JobRow
@@ -15,11 +16,16 @@ async def claim(
 ) -> bool:
     """Take or renew the job's lease for `holder`; False while another instance holds it.
 
-    The row is created the first time (its insert races are settled by the primary key:
-    the loser's transaction fails and claims nothing this time)."""
+    The row is created the first time, by an INSERT that does nothing on conflict with the
+    primary key: of two instances creating it at once, one inserts and the other (on
+    PostgreSQL, once the first commits) finds it there, and the UPDATE below decides."""
     if await session.scalar(select(JobRow.name).where(JobRow.name == name)) is None:
-        session.add(JobRow(name=name, holder=None, lease_until=None))
-        await session.flush()
+        dialect = postgresql if session.get_bind().dialect.name == "postgresql" else sqlite
+        await session.execute(
+            dialect.insert(JobRow)
+            .values(name=name, holder=None, lease_until=None)
+            .on_conflict_do_nothing(index_elements=[JobRow.name])
+        )
     result = await session.execute(
         update(JobRow)
         .where(
