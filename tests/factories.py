@@ -1,11 +1,13 @@
-"""Builders that go through the services, as the product does."""
+"""Builders that go through the services, as the product does; and `agent_record`, a plain
+agent record for the rules that need no database."""
 
 from __future__ import annotations
 
 import dataclasses
 import secrets
 import time
-from datetime import datetime
+from datetime import UTC, datetime
+from typing import Any
 
 from parley.records import (
     OPERATOR,
@@ -15,11 +17,39 @@ from parley.records import (
     EndedBy,
     IssuedTool,
     Outcome,
+    ProjectRef,
     ToolSpec,
     TurnTiming,
 )
 from parley.services import Context, agents, conversations, endings, orgs, tools
 from parley.services.orgs import NewOrganization
+
+AGENT_DEFAULTS: dict[str, Any] = {
+    "voice_id": "us_female",
+    "system_prompt": "Be brief.",
+    "welcome_message": None,
+    "language": "en",
+    "audio_format": "pcm_16000",
+    "phone_numbers": (),
+}
+"""The test agent's settings, made through the service or as a plain record."""
+
+
+def agent_record(**fields: Any) -> Agent:
+    """An agent record as the services read one, with no database: `support` in `main`,
+    no welcome and no phone number, unless `fields` say otherwise."""
+    at = datetime(2026, 12, 7, tzinfo=UTC)
+    made = Agent(
+        id="agent_" + "1" * 32,
+        org_id="org_" + "1" * 32,
+        project=ProjectRef(id="proj_" + "1" * 32, name="main"),
+        name="support",
+        **AGENT_DEFAULTS,
+        disabled_at=None,
+        created_at=at,
+        updated_at=at,
+    )
+    return dataclasses.replace(made, **fields)
 
 
 def unique_name(prefix: str = "t") -> str:
@@ -37,12 +67,7 @@ async def make_agent(
     """Create an agent in `main` through the service."""
     spec = AgentSpec(
         name=name or unique_name("agent"),
-        voice_id="us_female",
-        system_prompt="Be brief.",
-        welcome_message=None,
-        language="en",
-        audio_format="pcm_16000",
-        phone_numbers=(),
+        **AGENT_DEFAULTS,
         tools=tools,
     )
     return await agents.create_agent(ctx, org_id=org_id, project=None, spec=spec, actor=OPERATOR)

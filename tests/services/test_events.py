@@ -17,7 +17,6 @@ from parley.api.convert import conversation_out
 from parley.api.schemas import AgentOut
 from parley.records import (
     OPERATOR,
-    Agent,
     AgentPatch,
     AgentRef,
     CallInfo,
@@ -26,7 +25,6 @@ from parley.records import (
     Evaluation,
     Extraction,
     Outcome,
-    ProjectRef,
     TemplateVariable,
     ToolCall,
 )
@@ -39,7 +37,7 @@ from parley.services.event_payloads import (
     extraction_json,
 )
 from parley.services.webhook_delivery import claim
-from tests.factories import make_agent, make_org
+from tests.factories import agent_record, make_agent, make_org
 from tests.services.webhook_helpers import local_context, make_webhook
 
 pytestmark = pytest.mark.anyio
@@ -193,16 +191,8 @@ async def test_orphaned_conversation_ended_event(ctx: Context, database_url: str
 
 def test_event_payloads_match_the_api_schemas() -> None:
     now = datetime(2026, 11, 25, 12, 0, 0, 123456, tzinfo=UTC)
-    agent = Agent(
-        id="agent_" + "1" * 32,
-        org_id="org_" + "1" * 32,
-        project=ProjectRef(id="proj_" + "1" * 32, name="main"),
-        name="support",
-        voice_id="us_female",
+    agent = agent_record(
         system_prompt="Hi {{name}}",
-        welcome_message=None,
-        language="en",
-        audio_format="pcm_16000",
         phone_numbers=("+15551234567",),
         disabled_at=now,
         created_at=now,

@@ -5,12 +5,11 @@ for the agent to greet first (may_greet)."""
 from __future__ import annotations
 
 import dataclasses
-from datetime import UTC, datetime
-from typing import Any
 
 from parley.engine.audio import Samples
-from parley.records import DEFAULT_DELIVERY, Agent, ConfigurationEndpoint, ProjectRef
+from parley.records import DEFAULT_DELIVERY, ConfigurationEndpoint
 from parley.services.scenario_caller import caller_voice, may_greet
+from tests.factories import agent_record
 
 
 class Voices:
@@ -55,33 +54,13 @@ def test_caller_voice_is_the_agents_when_no_other_speaks_its_language() -> None:
     assert caller_voice(synthesizer, "heart", language="en") == "heart"
 
 
-def agent_with(**fields: Any) -> Agent:
-    now = datetime(2026, 12, 7, tzinfo=UTC)
-    made = Agent(
-        id="agent_" + "1" * 32,
-        org_id="org_" + "1" * 32,
-        project=ProjectRef(id="proj_" + "1" * 32, name="main"),
-        name="support",
-        voice_id="us_female",
-        system_prompt="Be brief.",
-        welcome_message=None,
-        language="en",
-        audio_format="pcm_16000",
-        phone_numbers=(),
-        disabled_at=None,
-        created_at=now,
-        updated_at=now,
-    )
-    return dataclasses.replace(made, **fields)
-
-
 def test_caller_waits_for_a_welcome_only_when_the_agent_may_greet() -> None:
     """A scripted caller speaks at once to an agent with no welcome; it waits for one when
     the agent has a welcome message, writes one with the model, or may get one from its
     configuration endpoint (services/scenario_caller.py: may_greet)."""
     endpoint = ConfigurationEndpoint(url="https://x.test/", headers={}, timeout_ms=500, secret="s")
-    assert may_greet(agent_with()) is False
-    assert may_greet(agent_with(welcome_message="Hello!")) is True
+    assert may_greet(agent_record()) is False
+    assert may_greet(agent_record(welcome_message="Hello!")) is True
     generated = dataclasses.replace(DEFAULT_DELIVERY, generate_welcome_message=True)
-    assert may_greet(agent_with(delivery=generated)) is True
-    assert may_greet(agent_with(configuration_endpoint=endpoint)) is True
+    assert may_greet(agent_record(delivery=generated)) is True
+    assert may_greet(agent_record(configuration_endpoint=endpoint)) is True
