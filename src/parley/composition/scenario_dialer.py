@@ -41,6 +41,9 @@ QUIET_SECONDS: Final = 0.3
 """The agent is done once it has been silent this long after a reply (it may say more: a
 second reply queued, an asynchronous tool's answer): about the gap a person leaves before
 taking the turn."""
+WELCOME_SECONDS: Final = 3.0
+"""How long the caller waits for an agent that may greet to start speaking before it speaks
+first (a person on the phone waits a moment for the greeting, longer than for a turn)."""
 REPLY_SECONDS: Final = 45.0
 """How long the caller waits for a reply to end after its words before speaking again."""
 SOCKET_CHUNK: Final = 640
@@ -236,8 +239,8 @@ async def _talk(
     ]
     try:
         await _first_of(listening.ready.wait(), reader)
-        if call.welcome_expected:
-            await _until_quiet(listening, expecting=0, reader=reader)
+        if call.welcome_expected:  # its synthesis may take longer than a turn's pause
+            await _until_quiet(listening, expecting=0, reader=reader, first=WELCOME_SECONDS)
         while not listening.ended.is_set() and not reader.done():
             line = await call.caller.next_line(call.heard)
             if line is None:
@@ -262,15 +265,22 @@ async def _talk(
 
 
 async def _until_quiet(
-    listening: _Listening, *, expecting: int, reader: asyncio.Task[None]
+    listening: _Listening,
+    *,
+    expecting: int,
+    reader: asyncio.Task[None],
+    first: float = QUIET_SECONDS,
 ) -> None:
-    """Wait for the reply expected (if any) to end, then for `QUIET_SECONDS` of quiet."""
+    """Wait for the reply expected (if any) to end, then for quiet: `first` seconds without
+    the agent starting to speak, `QUIET_SECONDS` after each time it does."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + REPLY_SECONDS
     while listening.replies < expecting and not reader.done() and loop.time() < deadline:
         await _changed(listening, deadline - loop.time())
+    quiet = first
     while not reader.done() and not listening.ended.is_set():
-        quiet_until = loop.time() + QUIET_SECONDS
+        quiet_until = loop.time() + quiet
+        quiet = QUIET_SECONDS
         while not listening.speaking and loop.time() < quiet_until and not reader.done():
             await _changed(listening, quiet_until - loop.time())
         if not listening.speaking:
