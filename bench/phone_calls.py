@@ -56,7 +56,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.voice_turn import percentile, start_server, voiced_end
 from tests import speech
-from tests.carrier import MediaStream, SimulatedCarrier, phone_frames
+from tests.carrier import PHONE, MediaStream, SimulatedCarrier, phone_frames
 from tests.carrier_api import CarrierApi
 from tests.carrier_calls import Person
 from tests.llm_server import Call, Round, running_chat_server
@@ -124,7 +124,7 @@ async def call(line: Line, sentences: list[str], lead_s: float = 0.5) -> tuple[l
         for sentence in sentences:
             await stream.speak(phone_frames(LEAD_S, speech.spoken(sentence)))
             assert stream.speech_started_at is not None
-            speech_end = stream.speech_started_at + LEAD_S + voiced_end(sentence)
+            speech_end = stream.speech_started_at + LEAD_S + voiced_end(sentence, PHONE)
             deadline = time.monotonic() + 15
             while not (answers := [at for at in stream.heard.first_media_at if at > speech_end]):
                 if time.monotonic() > deadline:
@@ -183,7 +183,7 @@ async def outbound(
     """Part 3: `calls` calls placed at once (the API's calls `first` on); return (placement
     times, welcome latencies)."""
     speech.spoken(CALLEE_WORDS)  # rendered before the clock runs
-    words_end = CALLEE_LEAD_S + voiced_end(CALLEE_WORDS)
+    words_end = CALLEE_LEAD_S + voiced_end(CALLEE_WORDS, PHONE)
 
     def placing(n: int, dry_run: bool = False) -> dict[str, object]:
         to = f"+1628555{n:04d}"

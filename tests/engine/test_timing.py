@@ -29,7 +29,7 @@ from parley.engine import (
     Word,
 )
 from parley.engine.default import _InputClock
-from parley.engine.timing import IDLE_GRACE_S, Arrivals, TurnClock, TurnMarks
+from parley.engine.timing import IDLE_GRACE_S, READ_LATE_S, Arrivals, TurnClock, TurnMarks
 
 HELLO = "Hello, I need some help with my order."
 FAST = EngineSettings(playback_lead_s=None)
@@ -45,6 +45,31 @@ def test_arrival_of_audio_is_when_the_piece_holding_it_came() -> None:
     assert arrivals.arrival(0.04) == pytest.approx(10.02)  # its last sample
     assert arrivals.arrival(5.0) == pytest.approx(10.08)  # past the end: the last piece
     assert Arrivals().arrival(1.0) is None
+
+
+def test_arrival_of_a_piece_read_late_is_dated_by_the_pieces_read_on_time_after_it() -> None:
+    """The loop stood still from 10.19 to 10.35: the pieces sent meanwhile were all read at
+    10.35, the ones after on time. The user's speech that ended in piece 12 (sent at 10.24)
+    ended then, not when this process got round to reading it."""
+    arrivals = Arrivals()
+    for index in range(40):  # sent every 20 ms from t=10
+        sent = 10.0 + 0.02 * index
+        arrivals.heard(0.02, 10.35 if 10.19 < sent < 10.35 else sent)
+
+    assert arrivals.arrival(0.02 * 12 + 0.01) == pytest.approx(10.24)
+    assert arrivals.arrival(0.02 * 17 + 0.01) == pytest.approx(10.34)
+    assert arrivals.arrival(0.02 * 5 + 0.01) == pytest.approx(10.10)  # read on time
+
+
+def test_arrival_read_late_correction_capped_for_a_client_faster_than_real_time() -> None:
+    """Two seconds of audio sent at once look like a long stall: at most READ_LATE_S is taken
+    off."""
+    arrivals = Arrivals()
+    for _ in range(100):
+        arrivals.heard(0.02, 10.0)
+
+    assert arrivals.arrival(0.01) == pytest.approx(10.0 - READ_LATE_S)
+    assert arrivals.arrival(1.99) == pytest.approx(10.0)  # nothing after it: as read
 
 
 def test_silence_owed_only_after_the_grace_then_all_the_time_since_the_last_audio() -> None:

@@ -8,6 +8,9 @@
   whole wall time since the last audio is owed (so a turn whose wait is already over ends
   at once, at most the grace less that wait later than with frames), and from then on the
   time as it passes.
+  A piece this process read late (its event loop stalled, and a burst of pieces was read
+  at once) arrived when the client's pace says: the first piece after it read on time
+  shows when it came (`READ_LATE_S`).
 - `TurnClock` collects one reply's instants as the engine reaches them; `TurnMarks` is
   what the first audio chunk of the reply carries (engine.AudioChunk.turn).
 """
@@ -29,6 +32,13 @@ recorder places a gap in the user's channel from the same half second on
 STALL_S = 0.1
 """A timer tick this much later than asked: this process did not run meanwhile (see
 `Arrivals.excuse`). Ten times a healthy loop's lateness, a fraction of `IDLE_GRACE_S`."""
+READ_LATE_S = 0.25
+"""At most this much is taken off a piece's arrival when the pieces of the next `PACE_S`
+show it was read late. Audio comes at the pace it is spoken, so a piece read on time
+after a stall dates the ones before it; a client that sends faster than real time looks
+the same, so the correction is capped (its turns' figures then read up to this much long)."""
+PACE_S = 0.5
+"""The stream time after a piece whose arrivals may date it."""
 KEEP_S = 120.0
 """Stream time whose arrivals are kept: a turn's end of speech is never older."""
 
@@ -81,7 +91,21 @@ class Arrivals:
             return self._at[-1]
         if self._invented[index]:
             return self._at[index] - (self._ends[index] - stream_time)
-        return self._at[index]
+        return self._at[index] - self._read_late(index)
+
+    def _read_late(self, index: int) -> float:
+        """How late this process read the client's piece at `index` (see `READ_LATE_S`): a
+        later piece read on time would have brought it at its own arrival less the stream
+        time between their ends."""
+        end, at = self._ends[index], self._at[index]
+        late = 0.0
+        for later in range(index + 1, len(self._ends)):
+            ahead = self._ends[later] - end
+            if ahead > PACE_S:
+                break
+            if not self._invented[later]:
+                late = max(late, at - (self._at[later] - ahead))
+        return min(late, READ_LATE_S)
 
     def _add(self, seconds: float, at: float, *, invented: bool) -> None:
         self._stream += seconds
