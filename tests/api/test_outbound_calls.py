@@ -7,6 +7,7 @@ to a closed port here (the calls themselves are tests/e2e/test_outbound_calls.py
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from collections.abc import AsyncIterator
 from typing import Any
@@ -193,6 +194,37 @@ async def test_outbound_call_placed_is_pending_with_its_call_sid_and_settings(
         "to_phone_number": TO,
         "twilio_call_sid": call.sid,
     }
+
+
+async def test_outbound_calls_placed_at_once_each_pending_with_its_own_call_sid_cap_exact(
+    tenant: Tenant, make_agent: MakeAgent, carrier: CarrierApi
+) -> None:
+    """A burst of placements commits its conversations and SIDs in batches (`transact`):
+    each placed call is its own pending conversation with its own SID, audited once, and a
+    cap on active conversations is exact (the leases are taken before the batch)."""
+    agent = await make_agent(tenant, phone_numbers=[NUMBER])
+    await connect_carrier(tenant, carrier)
+    capped = await tenant.client.patch("/v1/workspace", json={"max_active_conversations": 5})
+    assert capped.status_code == 200, capped.text
+    carrier.script(*(Failed() for _ in range(8)))
+
+    answers = await asyncio.gather(
+        *(place(tenant, to=f"+1415555{index:04d}", agent=agent["id"]) for index in range(8))
+    )
+
+    assert sorted(a.status_code for a in answers) == [200] * 5 + [429] * 3, answers
+    placed = {a.json()["conversation_id"] for a in answers if a.status_code == 200}
+    assert len(placed) == 5
+    found = {c["id"]: c for c in await conversations_of(tenant)}
+    assert set(found) == placed  # the refused ones stored nothing
+    sids = {found[i]["call_info"]["twilio_call_sid"] for i in placed}
+    assert len(sids) == 5
+    assert sids == set(carrier.calls)
+    params = {"action": "conversation.outbound_call"}
+    audit = await tenant.client.get("/v1/audit_events", params=params)
+    assert audit.status_code == 200, audit.text
+    targets = [e["target"] for e in audit.json()["audit_events"]]
+    assert sorted(targets) == sorted(placed)
 
 
 async def test_outbound_call_cancel_of_unknown_conversation_404(tenant: Tenant) -> None:

@@ -69,7 +69,23 @@ class Start:
         self, session: Session, *, org_id: str, project_id: str, conversation_id: str
     ) -> None:
         """Count the conversation active, or raise TooManyActiveConversations (rule 1)."""
-        project_cap, org_cap = await project_repo.caps_of(session, project_id)
+        caps = await project_repo.caps_of(session, project_id)
+        await self.take_under(
+            caps, org_id=org_id, project_id=project_id, conversation_id=conversation_id
+        )
+
+    async def take_under(
+        self,
+        caps: tuple[int | None, int | None],
+        *,
+        org_id: str,
+        project_id: str,
+        conversation_id: str,
+    ) -> None:
+        """`take`, with the project's and the organization's caps already read
+        (`projects.caps_of`): for a start whose transaction is a unit of work
+        (`Database.transact`), which may await nothing but its session."""
+        project_cap, org_cap = caps
         workspace, project = org_group(org_id), project_group(project_id)
         decision = await self._ctx.active.take(
             conversation_id,
